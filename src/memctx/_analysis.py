@@ -1,0 +1,129 @@
+"""A per-state index of what budgeting needs: pinned chunks and atomic units.
+
+Computing it walks the whole state once; it is cached on the state, and a
+state made by :meth:`MemoryState.append` extends its parent's index with only
+the new chunks, so an agent that appends and rebuilds never pays for the
+whole history again.
+
+Atomic units are the chunks budgeting keeps or drops together: a tool or
+skill call and every result with its ``call_id``; a ``spawn_subagent`` and
+every ``subagent_result`` of that ``subagent_id``.
+"""
+
+from __future__ import annotations
+
+from array import array
+from typing import TYPE_CHECKING
+
+from memctx._chunk import Chunk, ChunkType
+
+if TYPE_CHECKING:
+    from memctx._state import MemoryState
+
+UnitKey = tuple[str, str]
+
+_CALL_ACTIONS = frozenset({"tool_call", "skill_call"})
+_RESULT_ACTIONS = frozenset({"tool_result", "skill_result"})
+
+
+def unit_role(chunk: Chunk) -> tuple[UnitKey, bool] | None:
+    """Return ``(unit key, is_opener)`` for a chunk that belongs to an atomic unit."""
+    ctype = chunk.type
+    if ctype is ChunkType.WORKFLOW and chunk.action in _CALL_ACTIONS:
+        call_id = chunk.metadata.call_id
+        return (("call", call_id), True) if call_id else None
+    if ctype is ChunkType.ENVIRONMENT and chunk.action in _RESULT_ACTIONS:
+        call_id = chunk.metadata.call_id
+        return (("call", call_id), False) if call_id else None
+    if ctype is ChunkType.DELEGATION:
+        agent = chunk.metadata.subagent_id
+        if agent and chunk.action == "spawn_subagent":
+            return ("agent", agent), True
+        if agent and chunk.action == "subagent_result":
+            return ("agent", agent), False
+    return None
+
+
+class StateIndex:
+    """What the budget needs to know about a state, kept up to date incrementally."""
+
+    __slots__ = (
+        "cut_blocked",
+        "members",
+        "openers",
+        "pinned_positions",
+        "system_positions",
+        "tip",
+        "unit_of",
+    )
+
+    def __init__(self) -> None:
+        self.tip: tuple[Chunk, ...] = ()
+        self.system_positions: list[int] = []
+        self.pinned_positions: list[int] = []
+        self.unit_of: dict[int, UnitKey] = {}
+        self.members: dict[UnitKey, list[int]] = {}
+        self.openers: dict[UnitKey, int] = {}
+        # cut_blocked[k] > 0: keeping chunks[k:] would split a unit.
+        self.cut_blocked: array[int] = array("i")
+
+    def extend_to(self, chunks: tuple[Chunk, ...]) -> None:
+        """Index ``chunks[len(self.tip):]``; ``self.tip`` must be a prefix of ``chunks``."""
+        start = len(self.tip)
+        self.cut_blocked.extend([0] * (len(chunks) - start))
+        for position in range(start, len(chunks)):
+            chunk = chunks[position]
+            if chunk.type is ChunkType.SYSTEM:
+                self.system_positions.append(position)
+            if chunk.metadata.pinned:
+                self.pinned_positions.append(position)
+            found = unit_role(chunk)
+            if found is None:
+                continue
+            key, is_opener = found
+            self.unit_of[position] = key
+            if is_opener:
+                self.openers.setdefault(key, position)
+            positions = self.members.get(key)
+            if positions is None:
+                self.members[key] = [position]
+                continue
+            # The unit now spans from its first member to this one: no cut in between.
+            last = positions[-1]
+            blocked = self.cut_blocked
+            for k in range(last + 1, position + 1):
+                blocked[k] += 1
+            positions.append(position)
+        self.tip = chunks
+
+    def safe_cut(self, position: int) -> int:
+        """The largest ``k <= position`` where keeping ``chunks[k:]`` splits no unit."""
+        blocked = self.cut_blocked
+        while position > 0 and blocked[position]:
+            position -= 1
+        return position
+
+    def unit_members(self, position: int) -> list[int] | None:
+        """All positions of the unit ``position`` belongs to, or None."""
+        key = self.unit_of.get(position)
+        return None if key is None else self.members[key]
+
+    def pending_openers(self) -> list[int]:
+        """Positions of calls and spawns that have no result yet."""
+        return sorted(
+            position for key, position in self.openers.items() if len(self.members[key]) == 1
+        )
+
+
+def state_index(state: MemoryState) -> StateIndex:
+    """Return the index of ``state``, reusing and extending its parent's when possible."""
+    cell = state._index_cell
+    index = cell[0]
+    if index is not None and index.tip is state.chunks:
+        return index
+    if index is None or index.tip is not cell[1]:
+        index = StateIndex()
+    index.extend_to(state.chunks)
+    cell[0] = index
+    cell[1] = None
+    return index

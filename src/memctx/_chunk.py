@@ -1,0 +1,221 @@
+"""The chunk: one typed, immutable piece of an agent's memory."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import enum
+import os
+from collections.abc import Mapping
+from typing import Any, Final, Literal, TypeAlias, get_args
+
+import attrs
+
+from memctx._exceptions import InvalidChunkError
+from memctx._json import FrozenDict, freeze_json
+
+Role: TypeAlias = Literal["system", "user", "assistant"]
+"""A chat role, as chat-completion APIs name them."""
+
+ROLES: Final[frozenset[str]] = frozenset(get_args(Role))
+
+
+class ChunkType(enum.StrEnum):
+    """The family a chunk belongs to; each family has its own renderer.
+
+    ``CUSTOM`` is for kinds memctx does not know: put the kind's name in
+    :attr:`Chunk.subtype` (see :func:`memctx.chunks.custom`) and register a
+    renderer that claims it, or let the generic fallback render it.
+    """
+
+    SYSTEM = "SYSTEM"
+    AGENT = "AGENT"
+    WORKFLOW = "WORKFLOW"
+    DELEGATION = "DELEGATION"
+    ENVIRONMENT = "ENVIRONMENT"
+    WORKING_FLOW = "WORKING_FLOW"
+    OUTPUT = "OUTPUT"
+    CUSTOM = "CUSTOM"
+
+
+def new_chunk_id() -> str:
+    """Return a fresh ``chunk_<12 hex digits>`` id (48 random bits)."""
+    return "chunk_" + os.urandom(6).hex()
+
+
+def _utcnow() -> _dt.datetime:
+    return _dt.datetime.now(_dt.UTC)
+
+
+def _check_optional_str(field: str, value: object) -> None:
+    if value is not None and (not isinstance(value, str) or not value):
+        raise InvalidChunkError(field, f"must be a non-empty string or None, got {value!r}")
+
+
+def _validate_metadata_str(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    _check_optional_str(f"metadata.{attribute.name}", value)
+
+
+def _validate_optional_bool(
+    instance: object, attribute: attrs.Attribute[Any], value: object
+) -> None:
+    if value is not None and not isinstance(value, bool):
+        raise InvalidChunkError(f"metadata.{attribute.name}", f"must be a bool, got {value!r}")
+
+
+def _validate_optional_int(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise InvalidChunkError(
+            f"metadata.{attribute.name}", f"must be a non-negative int, got {value!r}"
+        )
+
+
+def _freeze_custom(value: object) -> FrozenDict:
+    if value is None:
+        return FrozenDict()
+    if not isinstance(value, Mapping):
+        raise InvalidChunkError("metadata.custom", f"must be a mapping, got {type(value).__name__}")
+    try:
+        frozen = freeze_json(value, "metadata.custom")
+    except (TypeError, ValueError) as exc:
+        raise InvalidChunkError("metadata.custom", str(exc).split(": ", 1)[-1]) from None
+    assert isinstance(frozen, FrozenDict)
+    return frozen
+
+
+@attrs.frozen(cache_hash=True)
+class ChunkMetadata:
+    """Typed details of a chunk, rendered as XML attributes by the built-in renderers.
+
+    Every field is optional; ``custom`` is a free JSON object for your own
+    data (renderers may read it; the built-ins do not render it).
+    """
+
+    tool: str | None = attrs.field(default=None, validator=_validate_metadata_str)
+    skill: str | None = attrs.field(default=None, validator=_validate_metadata_str)
+    call_id: str | None = attrs.field(default=None, validator=_validate_metadata_str)
+    status: str | None = attrs.field(default=None, validator=_validate_metadata_str)
+    subagent_id: str | None = attrs.field(default=None, validator=_validate_metadata_str)
+    agent_type: str | None = attrs.field(default=None, validator=_validate_metadata_str)
+    parent_agent_id: str | None = attrs.field(default=None, validator=_validate_metadata_str)
+    success: bool | None = attrs.field(default=None, validator=_validate_optional_bool)
+    error: bool | None = attrs.field(default=None, validator=_validate_optional_bool)
+    reason: str | None = attrs.field(default=None, validator=_validate_metadata_str)
+    terminated_by: str | None = attrs.field(default=None, validator=_validate_metadata_str)
+    original_count: int | None = attrs.field(default=None, validator=_validate_optional_int)
+    compacted_at: int | None = attrs.field(default=None, validator=_validate_optional_int)
+    pinned: bool = attrs.field(default=False, validator=_validate_optional_bool)
+    custom: FrozenDict = attrs.field(factory=FrozenDict, converter=_freeze_custom)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the fields that are set, as plain JSON (``custom`` thawed)."""
+        from memctx._json import thaw_json
+
+        out: dict[str, Any] = {}
+        for field in attrs.fields(ChunkMetadata):
+            value = getattr(self, field.name)
+            if field.name == "custom":
+                if value:
+                    out["custom"] = thaw_json(value)
+            elif field.name == "pinned":
+                if value:
+                    out["pinned"] = True
+            elif value is not None:
+                out[field.name] = value
+        return out
+
+
+_EMPTY_METADATA: Final = ChunkMetadata()
+
+
+def _convert_type(value: object) -> ChunkType:
+    if isinstance(value, ChunkType):
+        return value
+    if isinstance(value, str):
+        try:
+            return ChunkType(value)
+        except ValueError:
+            pass
+    known = ", ".join(t.value for t in ChunkType)
+    raise InvalidChunkError("type", f"unknown chunk type {value!r}; known types: {known}")
+
+
+def _freeze_content(value: object) -> Any:
+    try:
+        return freeze_json(value, "content")
+    except (TypeError, ValueError) as exc:
+        raise InvalidChunkError("content", str(exc).split(": ", 1)[-1]) from None
+
+
+def _validate_id(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidChunkError("id", f"must be a non-empty string, got {value!r}")
+
+
+def _validate_role(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and value not in ROLES:
+        raise InvalidChunkError("role", f"unknown role {value!r}; expected one of {sorted(ROLES)}")
+
+
+def _validate_str(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    _check_optional_str(attribute.name, value)
+
+
+def _validate_priority(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidChunkError("priority", f"must be an int, got {value!r}")
+
+
+def _validate_metadata(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, ChunkMetadata):
+        raise InvalidChunkError("metadata", f"must be a ChunkMetadata, got {type(value).__name__}")
+
+
+def _validate_created_at(
+    instance: object, attribute: attrs.Attribute[Any], value: object
+) -> None:
+    if not isinstance(value, _dt.datetime) or value.tzinfo is None:
+        raise InvalidChunkError("created_at", f"must be a timezone-aware datetime, got {value!r}")
+
+
+@attrs.frozen(cache_hash=True)
+class Chunk:
+    """One immutable piece of memory.
+
+    ``content`` is text or any JSON value (stored frozen: objects become
+    :class:`~memctx._json.FrozenDict`, arrays tuples). ``role``, ``action`` and
+    ``subtype`` say which kind of chunk of its ``type`` this is (the
+    constructors in :mod:`memctx.chunks` set them). Change a chunk with
+    :func:`attrs.evolve`, which gives a new chunk.
+    """
+
+    type: ChunkType = attrs.field(converter=_convert_type)
+    content: Any = attrs.field(converter=_freeze_content)
+    id: str = attrs.field(factory=new_chunk_id, validator=_validate_id)
+    role: Role | None = attrs.field(default=None, validator=_validate_role)
+    action: str | None = attrs.field(default=None, validator=_validate_str)
+    subtype: str | None = attrs.field(default=None, validator=_validate_str)
+    metadata: ChunkMetadata = attrs.field(default=_EMPTY_METADATA, validator=_validate_metadata)
+    priority: int = attrs.field(default=0, validator=_validate_priority)
+    created_at: _dt.datetime = attrs.field(factory=_utcnow, validator=_validate_created_at)
+    # Derived values (renderings, token counts) memoised per renderer and
+    # encoding. Safe because the chunk never changes; not part of its value.
+    _memo: dict[Any, Any] = attrs.field(
+        factory=dict, init=False, eq=False, repr=False, hash=False, alias="_memo"
+    )
+
+    @property
+    def pinned(self) -> bool:
+        """Whether budget trimming must always keep this chunk."""
+        return self.metadata.pinned
+
+    @property
+    def text(self) -> str:
+        """The content as the text that is rendered: strings as is, JSON serialised."""
+        from memctx._json import dumps
+
+        content = self.content
+        if isinstance(content, str):
+            return content
+        if content is None:
+            return ""
+        return dumps(content)

@@ -1,0 +1,189 @@
+"""The exceptions memctx raises.
+
+Every error memctx raises on purpose derives from :class:`MemctxError`, so one
+``except MemctxError`` catches them all. Each also derives from the builtin
+whose meaning it shares, so code that already catches ``ValueError`` or
+``LookupError`` keeps working::
+
+    MemctxError
+    ├── InvalidChunkError (ValueError)        a chunk could not be constructed
+    ├── DuplicateChunkError (ValueError)      two chunks share one id
+    ├── ChunkNotFoundError (LookupError)      no chunk has that id
+    ├── StateFileError (ValueError)           a state or snapshot file is malformed
+    │   └── UnsupportedVersionError           ... or written in a version we do not read
+    ├── TranscriptError (ValueError)          a chat transcript cannot be imported
+    ├── RendererError                         a renderer misbehaved
+    │   └── PluginLoadError (ImportError)     a renderer plugin could not be loaded
+    ├── TokenizerError (ValueError)           a tokenizer could not be created
+    │   └── UnknownModelError                 ... because the model name is unknown
+    ├── BuildOptionError (ValueError)         a build option has an invalid value
+    ├── BudgetExceededError (ValueError)      what must be kept does not fit the budget
+    └── StoreError                            the persistent store refused an operation
+        ├── ThreadNotFoundError (LookupError)
+        ├── ThreadExistsError (ValueError)
+        ├── ChunkConflictError (ValueError)   another chunk already has that id
+        ├── ViewOperationError (ValueError)   a view operation's arguments are invalid
+        └── SchemaVersionError                the database was written by a newer memctx
+
+Catch :class:`MemctxError` at an application boundary; catch the specific
+classes where you can do something about that one failure.
+"""
+
+from __future__ import annotations
+
+
+class MemctxError(Exception):
+    """Base class of every error memctx raises on purpose."""
+
+
+class InvalidChunkError(MemctxError, ValueError):
+    """A chunk was given a value of the wrong type or shape.
+
+    ``field`` names the offending field.
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        super().__init__(f"{field}: {message}")
+
+
+class DuplicateChunkError(MemctxError, ValueError):
+    """Two chunks in one state share the id ``chunk_id``."""
+
+    def __init__(self, chunk_id: str) -> None:
+        self.chunk_id = chunk_id
+        super().__init__(f"duplicate chunk id {chunk_id!r}")
+
+
+class ChunkNotFoundError(MemctxError, LookupError):
+    """No chunk has the id ``chunk_id``."""
+
+    def __init__(self, chunk_id: str) -> None:
+        self.chunk_id = chunk_id
+        super().__init__(f"no chunk with id {chunk_id!r}")
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class StateFileError(MemctxError, ValueError):
+    """A state or snapshot document is malformed.
+
+    ``index`` is the position of the bad chunk (``None`` when the problem is
+    not in one chunk) and ``field`` the dotted path of the bad field.
+    """
+
+    def __init__(
+        self, message: str, *, index: int | None = None, field: str | None = None
+    ) -> None:
+        self.index = index
+        self.field = field
+        where = []
+        if index is not None:
+            where.append(f"chunks[{index}]")
+        if field is not None:
+            where.append(field)
+        prefix = ".".join(where)
+        super().__init__(f"{prefix}: {message}" if prefix else message)
+
+
+class UnsupportedVersionError(StateFileError):
+    """The document's ``version`` is not one this memctx reads."""
+
+
+class TranscriptError(MemctxError, ValueError):
+    """A chat transcript cannot be imported; ``index`` is the bad message."""
+
+    def __init__(self, message: str, *, index: int | None = None) -> None:
+        self.index = index
+        super().__init__(f"messages[{index}]: {message}" if index is not None else message)
+
+
+class RendererError(MemctxError):
+    """A renderer returned something unusable or raised."""
+
+
+class PluginLoadError(RendererError, ImportError):
+    """The renderer plugin ``plugin`` (an entry point) could not be loaded."""
+
+    def __init__(self, plugin: str, cause: str) -> None:
+        self.plugin = plugin
+        self.cause = cause
+        super().__init__(f"renderer plugin {plugin!r} failed to load: {cause}")
+
+
+class TokenizerError(MemctxError, ValueError):
+    """A tokenizer could not be created or its encoding could not be loaded."""
+
+
+class UnknownModelError(TokenizerError):
+    """``model`` is not a model or encoding memctx knows how to count."""
+
+    def __init__(self, model: str, known: list[str]) -> None:
+        self.model = model
+        self.known = known
+        super().__init__(
+            f"unknown model {model!r}; known models and prefixes: {', '.join(known)}"
+        )
+
+
+class BuildOptionError(MemctxError, ValueError):
+    """The build option ``option`` has an invalid value."""
+
+    def __init__(self, option: str, message: str) -> None:
+        self.option = option
+        super().__init__(f"{option}: {message}")
+
+
+class BudgetExceededError(MemctxError, ValueError):
+    """The chunks that must be kept need ``needed`` tokens but only ``available`` are free."""
+
+    def __init__(self, needed: int, available: int, detail: str = "") -> None:
+        self.needed = needed
+        self.available = available
+        msg = (
+            f"the pinned chunks and the system message need {needed} tokens "
+            f"but the budget leaves {available}"
+        )
+        super().__init__(f"{msg} ({detail})" if detail else msg)
+
+
+class StoreError(MemctxError):
+    """The persistent store refused an operation."""
+
+
+class ThreadNotFoundError(StoreError, LookupError):
+    """The thread ``thread_id`` does not exist."""
+
+    def __init__(self, thread_id: str) -> None:
+        self.thread_id = thread_id
+        super().__init__(f"no thread {thread_id!r}")
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class ThreadExistsError(StoreError, ValueError):
+    """The thread ``thread_id`` already exists."""
+
+    def __init__(self, thread_id: str) -> None:
+        self.thread_id = thread_id
+        super().__init__(f"thread {thread_id!r} already exists")
+
+
+class ChunkConflictError(StoreError, ValueError):
+    """A different chunk is already stored under ``chunk_id``."""
+
+    def __init__(self, thread_id: str, chunk_id: str, detail: str = "") -> None:
+        self.thread_id = thread_id
+        self.chunk_id = chunk_id
+        msg = f"thread {thread_id!r} already holds a different chunk with id {chunk_id!r}"
+        super().__init__(f"{msg}: {detail}" if detail else msg)
+
+
+class ViewOperationError(StoreError, ValueError):
+    """A view operation (truncate, insert, replace, ...) got invalid arguments."""
+
+
+class SchemaVersionError(StoreError):
+    """The database schema was written by a version of memctx this one cannot read."""

@@ -1,0 +1,138 @@
+"""BuildOptions: every option of :meth:`ContextBuilder.build`, validated."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Final, Literal, TypeAlias
+
+import attrs
+
+from memctx._chunk import ChunkType
+from memctx._exceptions import BuildOptionError
+from memctx._tokens import Tokenizer
+
+Strategy: TypeAlias = Literal["recent", "priority", "in_order"]
+STRATEGIES: Final[tuple[str, ...]] = ("recent", "priority", "in_order")
+
+
+def _positive_or_none(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise BuildOptionError(attribute.name, f"must be a positive int or None, got {value!r}")
+
+
+def _non_negative(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise BuildOptionError(attribute.name, f"must be a non-negative int, got {value!r}")
+
+
+def _bool(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, bool):
+        raise BuildOptionError(attribute.name, f"must be a bool, got {value!r}")
+
+
+def _types(value: Iterable[ChunkType | str] | None) -> frozenset[ChunkType]:
+    if value is None:
+        return frozenset()
+    if isinstance(value, str | ChunkType):
+        value = [value]
+    result = set()
+    for item in value:
+        try:
+            result.add(ChunkType(item))
+        except ValueError:
+            known = ", ".join(t.value for t in ChunkType)
+            raise BuildOptionError(
+                "exclude_types", f"unknown chunk type {item!r}; known: {known}"
+            ) from None
+    return frozenset(result)
+
+
+def _ids(value: Iterable[str] | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        raise BuildOptionError("chunk ids", "must be a list of ids, not one string")
+    ids = tuple(value)
+    for item in ids:
+        if not isinstance(item, str):
+            raise BuildOptionError("chunk ids", f"ids must be strings, got {item!r}")
+    return ids
+
+
+def _pinned_ids(value: Iterable[str] | None) -> tuple[str, ...]:
+    return _ids(value) or ()
+
+
+def _check_strategy(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value not in STRATEGIES:
+        raise BuildOptionError(
+            "strategy", f"unknown strategy {value!r}; choose one of {', '.join(STRATEGIES)}"
+        )
+
+
+def _check_tokenizer(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not isinstance(value, Tokenizer):
+        raise BuildOptionError(
+            "tokenizer",
+            f"{value!r} is not a Tokenizer (needs name, exact, count and count_messages); "
+            "use memctx.create_tokenizer(model)",
+        )
+
+
+def _check_prompt(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not isinstance(value, str):
+        raise BuildOptionError("system_prompt", f"must be a string, got {type(value).__name__}")
+
+
+@attrs.frozen(kw_only=True)
+class BuildOptions:
+    """How to build: the budget, what to include, and how to choose when it does not all fit.
+
+    ``max_tokens``
+        The budget for the whole request (``None``: no limit).
+    ``reserve_tokens``
+        Kept free for the model's answer: messages use at most
+        ``max_tokens - reserve_tokens``.
+    ``tokenizer``
+        Counts tokens; the builder's default (chars/4 estimate) when ``None``.
+    ``system_prompt``
+        Text that opens the leading system message, before any SYSTEM chunk.
+    ``include_system`` / ``include_environment`` / ``exclude_types`` / ``include_only_chunk_ids``
+        Filters; a filtered chunk is reported with the option that removed it.
+    ``pinned_chunk_ids``
+        Chunks that must always be kept (as ``pinned=True`` on the chunk does).
+    ``strategy``
+        ``recent`` (default): the pinned chunks, then the newest chunks that
+        fit, without holes. ``priority``: higher ``priority`` first, then the
+        newest. ``in_order``: oldest first, each chunk that still fits (seed
+        003's literal rule).
+    ``pin_newest`` / ``pin_pending_calls``
+        Keep the newest chunk, and calls whose result has not arrived yet.
+    """
+
+    max_tokens: int | None = attrs.field(default=None, validator=_positive_or_none)
+    reserve_tokens: int = attrs.field(default=0, validator=_non_negative)
+    tokenizer: Tokenizer | None = attrs.field(default=None, validator=_check_tokenizer)
+    system_prompt: str | None = attrs.field(default=None, validator=_check_prompt)
+    include_system: bool = attrs.field(default=True, validator=_bool)
+    include_environment: bool = attrs.field(default=True, validator=_bool)
+    exclude_types: frozenset[ChunkType] = attrs.field(default=None, converter=_types)
+    include_only_chunk_ids: tuple[str, ...] | None = attrs.field(default=None, converter=_ids)
+    pinned_chunk_ids: tuple[str, ...] = attrs.field(default=(), converter=_pinned_ids)
+    strategy: Strategy = attrs.field(default="recent", validator=_check_strategy)
+    pin_newest: bool = attrs.field(default=True, validator=_bool)
+    pin_pending_calls: bool = attrs.field(default=True, validator=_bool)
+
+    def __attrs_post_init__(self) -> None:
+        if self.max_tokens is not None and self.reserve_tokens >= self.max_tokens:
+            raise BuildOptionError(
+                "reserve_tokens",
+                f"{self.reserve_tokens} leaves nothing of max_tokens={self.max_tokens}",
+            )
+
+    @property
+    def budget(self) -> int | None:
+        """Tokens the messages may use: ``max_tokens - reserve_tokens``."""
+        return None if self.max_tokens is None else self.max_tokens - self.reserve_tokens

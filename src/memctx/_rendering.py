@@ -1,0 +1,163 @@
+"""The renderer protocol, the registry that picks a renderer, and the fallback."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol, runtime_checkable
+
+from memctx._chunk import Chunk, Role
+from memctx._exceptions import RendererError
+from memctx.xml import render_element
+
+
+@runtime_checkable
+class ChunkRenderer(Protocol):
+    """Renders the chunks it claims as one XML element each.
+
+    Renderers should be stateless (or at least deterministic): memctx
+    memoises ``render`` and ``get_role`` per chunk and renderer, since chunks
+    never change. Build the XML with :func:`memctx.xml.render_element` to get
+    escaping and the forbidden-character policy for free.
+    """
+
+    def can_render(self, chunk: Chunk) -> bool:
+        """Return whether this renderer claims ``chunk``."""
+        ...
+
+    def get_role(self, chunk: Chunk) -> Role:
+        """Return the chat role of the message ``chunk`` belongs in."""
+        ...
+
+    def render(self, chunk: Chunk) -> str:
+        """Return ``chunk`` as XML text."""
+        ...
+
+
+class GenericRenderer:
+    """The fallback: renders any chunk no other renderer claims, safely.
+
+    ``<memory_chunk id=".." type=".." role=".." action=".." subtype="..">``
+    around the content. Its role is the chunk's own ``role`` when set, else
+    ``user``: text of unknown origin is never given the system role.
+    """
+
+    tag = "memory_chunk"
+
+    def can_render(self, chunk: Chunk) -> bool:
+        return True
+
+    def get_role(self, chunk: Chunk) -> Role:
+        return chunk.role or "user"
+
+    def render(self, chunk: Chunk) -> str:
+        return render_element(
+            self.tag,
+            [
+                ("id", chunk.id),
+                ("type", chunk.type.value),
+                ("role", chunk.role),
+                ("action", chunk.action),
+                ("subtype", chunk.subtype),
+            ],
+            chunk.text,
+        )
+
+    def __repr__(self) -> str:
+        return "GenericRenderer()"
+
+
+_generations = itertools.count(1)
+
+
+class RendererRegistry:
+    """Resolves each chunk to the renderer that renders it.
+
+    The order is: renderers you :meth:`register` (the newest first), then the
+    plugins (the ``memctx.renderers`` entry points, third-party plugins
+    before memctx's built-ins), then :class:`GenericRenderer`, which takes
+    anything. The first whose ``can_render`` says yes wins.
+    """
+
+    def __init__(
+        self,
+        plugins: Iterable[ChunkRenderer] | None = None,
+        *,
+        fallback: ChunkRenderer | None = None,
+    ) -> None:
+        if plugins is None:
+            from memctx._plugins import load_renderer_plugins
+
+            plugins = load_renderer_plugins()
+        self._user: list[ChunkRenderer] = []
+        self._plugins: tuple[ChunkRenderer, ...] = tuple(
+            _check_renderer(p, "plugin") for p in plugins
+        )
+        self._fallback = fallback if fallback is not None else GenericRenderer()
+        self._chain: tuple[ChunkRenderer, ...] = ()
+        self.generation = 0
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        self._chain = (*reversed(self._user), *self._plugins, self._fallback)
+        # A fresh process-wide token: memoised renderings keyed by it can
+        # never be confused with those of another registry or configuration.
+        self.generation = next(_generations)
+
+    def register(self, renderer: ChunkRenderer) -> None:
+        """Add ``renderer`` ahead of every renderer registered before it and of all plugins."""
+        self._user.append(_check_renderer(renderer, "registered renderer"))
+        self._rebuild()
+
+    @property
+    def renderers(self) -> tuple[ChunkRenderer, ...]:
+        """All renderers in the order they are asked, the fallback last."""
+        return self._chain
+
+    def resolve(self, chunk: Chunk) -> ChunkRenderer:
+        """Return the first renderer that claims ``chunk``."""
+        for renderer in self._chain:
+            if renderer.can_render(chunk):
+                return renderer
+        raise RendererError(f"no renderer claims chunk {chunk.id!r}")  # pragma: no cover
+
+    def render(self, chunk: Chunk) -> tuple[Role, str]:
+        """Return ``(role, xml)`` for ``chunk``, checking what the renderer returns."""
+        renderer = self.resolve(chunk)
+        try:
+            role = renderer.get_role(chunk)
+            text = renderer.render(chunk)
+        except Exception as exc:
+            raise RendererError(
+                f"{type(renderer).__name__} failed on chunk {chunk.id!r}: {exc}"
+            ) from exc
+        if role not in ("system", "user", "assistant"):
+            raise RendererError(
+                f"{type(renderer).__name__}.get_role returned {role!r} for chunk "
+                f"{chunk.id!r}; expected 'system', 'user' or 'assistant'"
+            )
+        if not isinstance(text, str):
+            raise RendererError(
+                f"{type(renderer).__name__}.render returned {type(text).__name__} "
+                f"for chunk {chunk.id!r}; expected str"
+            )
+        return role, text
+
+
+def _check_renderer(renderer: object, what: str) -> ChunkRenderer:
+    if isinstance(renderer, type):
+        raise RendererError(f"{what} {renderer.__name__} is a class; pass an instance")
+    if not isinstance(renderer, ChunkRenderer):
+        missing = [
+            name
+            for name in ("can_render", "get_role", "render")
+            if not callable(getattr(renderer, name, None))
+        ]
+        raise RendererError(
+            f"{what} {renderer!r} is not a ChunkRenderer: missing {', '.join(missing)}"
+        )
+    return renderer
+
+
+RendererFactory = Callable[[], ChunkRenderer]
+RendererSequence = Sequence[ChunkRenderer]

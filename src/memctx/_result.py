@@ -1,0 +1,159 @@
+"""What a build returns: the messages and a full report of what went where."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from memctx._chunk import Role
+
+
+@attrs.frozen
+class ContextMessage:
+    """One chat message: its ``role``, its ``content`` and the ids of the chunks it holds."""
+
+    role: Role
+    content: str
+    chunk_ids: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+
+    def to_dict(self) -> dict[str, str]:
+        """Return ``{"role": ..., "content": ...}``."""
+        return {"role": self.role, "content": self.content}
+
+
+class ExclusionReason(enum.StrEnum):
+    """Why a chunk was left out of a build."""
+
+    NOT_SELECTED = "include_only_chunk_ids"
+    """``include_only_chunk_ids`` was given and did not name the chunk."""
+    SYSTEM_EXCLUDED = "include_system"
+    """``include_system=False`` and the chunk is a SYSTEM chunk."""
+    ENVIRONMENT_EXCLUDED = "include_environment"
+    """``include_environment=False`` and the chunk is an ENVIRONMENT chunk."""
+    TYPE_EXCLUDED = "exclude_types"
+    """The chunk's type is in ``exclude_types``."""
+    OVER_BUDGET = "over_budget"
+    """The chunk (or the unit it belongs to) did not fit in the token budget."""
+
+
+@attrs.frozen
+class Exclusion:
+    """One left-out chunk: why, and its token count when the build measured it."""
+
+    chunk_id: str
+    reason: ExclusionReason
+    tokens: int | None = None
+
+
+ExclusionSource = Callable[[], tuple[tuple[str, ...], dict[str, "Exclusion"]]]
+
+
+@attrs.frozen
+class ContextBuildResult:
+    """The messages to send and the report of the build that made them.
+
+    ``token_count`` is the count of exactly these messages with the chat
+    format's overhead (per message and the reply priming); it equals
+    ``tokenizer.count_messages(result.messages)``. ``included_chunk_ids`` and
+    ``excluded_chunk_ids`` are in state order and together are every chunk of
+    the state. ``exclusions`` says why each left-out chunk was left out (and
+    its tokens when the build measured it); ``chunk_tokens`` gives the tokens
+    of each included chunk (its XML and the newline after it) and of the
+    left-out chunks the build measured. ``replaced_characters`` counts, per
+    chunk, the characters XML forbids that were replaced by U+FFFD.
+
+    The left-out side of the report is worked out when first asked for, so a
+    build of a long history does not pay for reporting on all of it.
+    """
+
+    messages: tuple[ContextMessage, ...]
+    token_count: int
+    token_count_exact: bool
+    included_chunk_ids: tuple[str, ...]
+    chunk_tokens: Mapping[str, int]
+    replaced_characters: Mapping[str, int]
+    tokenizer_name: str
+    strategy: str
+    max_tokens: int | None
+    reserve_tokens: int
+    recounted: bool = False
+    """True when the count came from a fresh ``count_messages`` of the messages
+    (the estimator, a custom tokenizer, or a renderer whose output could not
+    be counted piece by piece) rather than from the sum of memoised counts."""
+    _exclusions_source: ExclusionSource | None = attrs.field(
+        default=None, repr=False, eq=False, alias="exclusions_source"
+    )
+    _lazy: dict[str, Any] = attrs.field(factory=dict, init=False, repr=False, eq=False)
+
+    def _exclusions(self) -> tuple[tuple[str, ...], dict[str, Exclusion]]:
+        found = self._lazy.get("exclusions")
+        if found is None:
+            found = self._exclusions_source() if self._exclusions_source else ((), {})
+            self._lazy["exclusions"] = found
+        return found  # type: ignore[no-any-return]
+
+    @property
+    def excluded_chunk_ids(self) -> tuple[str, ...]:
+        """Ids of the left-out chunks, in state order."""
+        return self._exclusions()[0]
+
+    @property
+    def exclusions(self) -> Mapping[str, Exclusion]:
+        """For each left-out chunk id, why it was left out."""
+        return self._exclusions()[1]
+
+    def excluded_for(self, reason: ExclusionReason | str) -> tuple[str, ...]:
+        """The ids left out for ``reason``, in state order."""
+        wanted = ExclusionReason(reason)
+        return tuple(i for i in self.excluded_chunk_ids if self.exclusions[i].reason is wanted)
+
+    def to_openai(self) -> list[dict[str, str]]:
+        """Chat-completions messages: ``[{"role": ..., "content": ...}, ...]``."""
+        return [message.to_dict() for message in self.messages]
+
+    def to_anthropic(self) -> dict[str, Any]:
+        """Anthropic Messages API arguments: ``{"system": str, "messages": [...]}``."""
+        from memctx._adapters import to_anthropic
+
+        return to_anthropic(self.messages)
+
+    def to_gemini(self) -> dict[str, Any]:
+        """Gemini ``generateContent`` arguments: ``system_instruction`` and ``contents``."""
+        from memctx._adapters import to_gemini
+
+        return to_gemini(self.messages)
+
+    def to_text(self) -> str:
+        """A plain-text form: each message under a ``=== role ===`` header."""
+        from memctx._adapters import to_text
+
+        return to_text(self.messages)
+
+    def summary(self) -> str:
+        """A short, readable report for logs."""
+        budget = "unlimited" if self.max_tokens is None else str(self.max_tokens)
+        if self.reserve_tokens:
+            budget += f" (reserve {self.reserve_tokens})"
+        exactness = "exact" if self.token_count_exact else "estimated"
+        lines = [
+            f"{len(self.messages)} messages, {self.token_count} tokens ({exactness}, "
+            f"{self.tokenizer_name}), budget {budget}, strategy {self.strategy}",
+            f"included {len(self.included_chunk_ids)} chunks, "
+            f"excluded {len(self.excluded_chunk_ids)}",
+        ]
+        counts: dict[ExclusionReason, int] = {}
+        for exclusion in self.exclusions.values():
+            counts[exclusion.reason] = counts.get(exclusion.reason, 0) + 1
+        for reason in ExclusionReason:
+            if reason in counts:
+                lines.append(f"  {counts[reason]} left out: {reason.value}")
+        replaced = sum(self.replaced_characters.values())
+        if replaced:
+            lines.append(
+                f"  {replaced} XML-forbidden characters replaced by U+FFFD in "
+                f"{len(self.replaced_characters)} chunks"
+            )
+        return "\n".join(lines)

@@ -1,0 +1,475 @@
+"""Constructors for every kind of chunk memctx renders.
+
+Each returns a :class:`~memctx.Chunk`. All accept these keyword-only options:
+
+``id``
+    The chunk's id; a fresh ``chunk_<hex>`` when omitted.
+``priority``
+    Used by the ``priority`` budget strategy (higher is kept first).
+``pinned``
+    Always kept by budget trimming (a build fails rather than drop it).
+``custom``
+    A free JSON object stored in ``metadata.custom`` for your own use.
+``created_at``
+    A timezone-aware datetime; now (UTC) when omitted.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from memctx._chunk import Chunk, ChunkMetadata, ChunkType, Role, new_chunk_id
+from memctx._exceptions import InvalidChunkError
+
+__all__ = [
+    "assistant",
+    "clarification",
+    "custom",
+    "message_to_subagent",
+    "parent_agent_message",
+    "progress_summary",
+    "skill_call",
+    "skill_result",
+    "spawn_subagent",
+    "subagent_result",
+    "system",
+    "task_abandoned",
+    "task_completed",
+    "task_terminated",
+    "thinking",
+    "todo_update",
+    "tool_call",
+    "tool_error",
+    "tool_result",
+    "user",
+    "user_intervention",
+]
+
+
+def _text(field: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise InvalidChunkError(field, f"must be a string, got {type(value).__name__}")
+    return value
+
+
+def _make(
+    type_: ChunkType,
+    content: Any,
+    *,
+    id: str | None,
+    priority: int,
+    pinned: bool,
+    custom: Mapping[str, Any] | None,
+    created_at: _dt.datetime | None,
+    role: Role | None = None,
+    action: str | None = None,
+    subtype: str | None = None,
+    **metadata: Any,
+) -> Chunk:
+    meta = ChunkMetadata(pinned=pinned, custom=custom, **metadata)  # type: ignore[arg-type]
+    kwargs: dict[str, Any] = {}
+    if created_at is not None:
+        kwargs["created_at"] = created_at
+    return Chunk(
+        type=type_,
+        content=content,
+        id=new_chunk_id() if id is None else id,
+        role=role,
+        action=action,
+        subtype=subtype,
+        metadata=meta,
+        priority=priority,
+        **kwargs,
+    )
+
+
+def system(
+    text: str,
+    priority: int = 1000,
+    *,
+    id: str | None = None,
+    pinned: bool = False,
+    custom: Mapping[str, Any] | None = None,
+    created_at: _dt.datetime | None = None,
+) -> Chunk:
+    """System context: ``<system_context>``, always in the leading system message."""
+    return _make(
+        ChunkType.SYSTEM, _text("text", text), id=id, priority=priority, pinned=pinned,
+        custom=custom, created_at=created_at,
+    )  # fmt: skip
+
+
+def user(
+    text: str,
+    *,
+    id: str | None = None,
+    priority: int = 0,
+    pinned: bool = False,
+    custom: Mapping[str, Any] | None = None,
+    created_at: _dt.datetime | None = None,
+) -> Chunk:
+    """A user turn: ``<user_message role="user">``."""
+    return _make(
+        ChunkType.AGENT, _text("text", text), id=id, priority=priority, pinned=pinned,
+        custom=custom, created_at=created_at, role="user",
+    )  # fmt: skip
+
+
+def assistant(
+    text: str,
+    *,
+    id: str | None = None,
+    priority: int = 0,
+    pinned: bool = False,
+    custom: Mapping[str, Any] | None = None,
+    created_at: _dt.datetime | None = None,
+) -> Chunk:
+    """An assistant turn: ``<assistant_response role="assistant">``."""
+    return _make(
+        ChunkType.AGENT, _text("text", text), id=id, priority=priority, pinned=pinned,
+        custom=custom, created_at=created_at, role="assistant",
+    )  # fmt: skip
+
+
+def clarification(
+    text: str,
+    *,
+    id: str | None = None,
+    priority: int = 0,
+    pinned: bool = False,
+    custom: Mapping[str, Any] | None = None,
+    created_at: _dt.datetime | None = None,
+) -> Chunk:
+    """A question the assistant asks back: ``<assistant_clarification action="clarification">``."""
+    return _make(
+        ChunkType.AGENT, _text("text", text), id=id, priority=priority, pinned=pinned,
+        custom=custom, created_at=created_at, role="assistant", action="clarification",
+    )  # fmt: skip
+
+
+def tool_call(
+    tool: str,
+    arguments: Any,
+    call_id: str | None = None,
+    status: str = "pending",
+    *,
+    id: str | None = None,
+    priority: int = 0,
+    pinned: bool = False,
+    custom: Mapping[str, Any] | None = None,
+    created_at: _dt.datetime | None = None,
+) -> Chunk:
+    """A tool call; ``arguments`` (any JSON value) is the content."""
+    return _make(
+        ChunkType.WORKFLOW, arguments, id=id, priority=priority, pinned=pinned, custom=custom,
+        created_at=created_at, action="tool_call", tool=tool, call_id=call_id, status=status,
+    )  # fmt: skip
+
+
+def skill_call(
+    skill: str,
+    arguments: Any,
+    call_id: str | None = None,
+    status: str = "pending",
+    *,
+    id: str | None = None,
+    priority: int = 0,
+    pinned: bool = False,
+    custom: Mapping[str, Any] | None = None,
+    created_at: _dt.datetime | None = None,
+) -> Chunk:
+    """A skill call; ``arguments`` (any JSON value) is the content."""
+    return _make(
+        ChunkType.WORKFLOW, arguments, id=id, priority=priority, pinned=pinned, custom=custom,
+        created_at=created_at, action="skill_call", skill=skill, call_id=call_id, status=status,
+    )  # fmt: skip
+
+
+def spawn_subagent(
+    subagent_id: str,
+    agent_type: str,
+    task: Any,
+    *,
+    id: str | None = None,
+    priority: int = 0,
+    pinned: bool = False,
+    custom: Mapping[str, Any] | None = None,
+    created_at: _dt.datetime | None = None,
+) -> Chunk:
+    """Delegation of ``task`` to a new sub-agent; content ``{"task": task}``."""
+    return _make(
+        ChunkType.DELEGATION, {"task": task}, id=id, priority=priority, pinned=pinned,
+        custom=custom, created_at=created_at, action="spawn_subagent",
+        subagent_id=subagent_id, agent_type=agent_type,
+    )  # fmt: skip
+
+
+def message_to_subagent(
+    subagent_id: str,
+    text: str,
+    *,
+    id: str | None = None,
+    priority: int = 0,
+    pinned: bool = False,
+    custom: Mapping[str, Any] | None = None,
+    created_at: _dt.datetime | None = None,
+) -> Chunk:
+    """A further message to a running sub-agent."""
+    return _make(
+        ChunkType.DELEGATION, _text("text", text), id=id, priority=priority, pinned=pinned,
+        custom=custom, created_at=created_at, action="message_to_subagent",
+        subagent_id=subagent_id,
+    )  # fmt: skip
+
+
+def subagent_result(
+    subagent_id: str,
+    result: Any,
+    success: bool = True,
+    *,
+    id: str | None = None,
+    priority: int = 0,
+    pinned: bool = False,
+    custom: Mapping[str, Any] | None = None,
+    created_at: _dt.datetime | None = None,
+) -> Chunk:
+    """What a sub-agent reported back (text or JSON)."""
+    return _make(
+        ChunkType.DELEGATION, result, id=id, priority=priority, pinned=pinned, custom=custom,
+        created_at=created_at, action="subagent_result", subagent_id=subagent_id,
+        success=success,
+    )  # fmt: skip
+
+
+def parent_agent_message(
+    parent_agent_id: str,
+    text: str,
+    *,
+    id: str | None = None,
+    priority: int = 0,
+    pinned: bool = False,
+    custom: Mapping[str, Any] | None = None,
+    created_at: _dt.datetime | None = None,
+) -> Chunk:
+    """An instruction from the agent that spawned this one."""
+    return _make(
+        ChunkType.DELEGATION, _text("text", text), id=id, priority=priority, pinned=pinned,
+        custom=custom, created_at=created_at, action="parent_agent_message",
+        parent_agent_id=parent_agent_id,
+    )  # fmt: skip
+
+
+def tool_result(
+    tool: str,
+    output: Any,
+    call_id: str | None = None,
+    success: bool = True,
+    *,
+    id: str | None = None,
+    priority: int = 0,
+    pinned: bool = False,
+    custom: Mapping[str, Any] | None = None,
+    created_at: _dt.datetime | None = None,
+) -> Chunk:
+    """What a tool returned (text or JSON)."""
+    return _make(
+        ChunkType.ENVIRONMENT, output, id=id, priority=priority, pinned=pinned, custom=custom,
+        created_at=created_at, action="tool_result", tool=tool, call_id=call_id,
+        success=success,
+    )  # fmt: skip
+
+
+def tool_error(
+    tool: str,
+    error: str,
+    call_id: str | None = None,
+    *,
+    id: str | None = None,
+    priority: int = 0,
+    pinned: bool = False,
+    custom: Mapping[str, Any] | None = None,
+    created_at: _dt.datetime | None = None,
+) -> Chunk:
+    """A failed tool call: ``<tool_result success="false" error="true">``."""
+    return _make(
+        ChunkType.ENVIRONMENT, _text("error", error), id=id, priority=priority, pinned=pinned,
+        custom=custom, created_at=created_at, action="tool_result", tool=tool,
+        call_id=call_id, success=False, error=True,
+    )  # fmt: skip
+
+
+def skill_result(
+    skill: str,
+    output: Any,
+    call_id: str | None = None,
+    success: bool = True,
+    *,
+    id: str | None = None,
+    priority: int = 0,
+    pinned: bool = False,
+    custom: Mapping[str, Any] | None = None,
+    created_at: _dt.datetime | None = None,
+) -> Chunk:
+    """What a skill returned (text or JSON)."""
+    return _make(
+        ChunkType.ENVIRONMENT, output, id=id, priority=priority, pinned=pinned, custom=custom,
+        created_at=created_at, action="skill_result", skill=skill, call_id=call_id,
+        success=success,
+    )  # fmt: skip
+
+
+def progress_summary(
+    text: str,
+    original_count: int | None = None,
+    compacted_at: int | _dt.datetime | None = None,
+    *,
+    id: str | None = None,
+    priority: int = 0,
+    pinned: bool = False,
+    custom: Mapping[str, Any] | None = None,
+    created_at: _dt.datetime | None = None,
+) -> Chunk:
+    """A compacted summary of earlier progress.
+
+    ``original_count`` is how many chunks it replaces; ``compacted_at`` when
+    (epoch milliseconds, or an aware datetime converted to them).
+    """
+    if isinstance(compacted_at, _dt.datetime):
+        if compacted_at.tzinfo is None:
+            raise InvalidChunkError("compacted_at", "datetime must be timezone-aware")
+        compacted_at = int(compacted_at.timestamp() * 1000)
+    return _make(
+        ChunkType.WORKING_FLOW, _text("text", text), id=id, priority=priority, pinned=pinned,
+        custom=custom, created_at=created_at, subtype="PROGRESS_SUMMARY",
+        original_count=original_count, compacted_at=compacted_at,
+    )  # fmt: skip
+
+
+def todo_update(
+    todos: Sequence[Any],
+    *,
+    id: str | None = None,
+    priority: int = 0,
+    pinned: bool = False,
+    custom: Mapping[str, Any] | None = None,
+    created_at: _dt.datetime | None = None,
+) -> Chunk:
+    """The agent's whole todo list, replaced: content ``{"todos": [...]}``."""
+    if isinstance(todos, str | bytes) or not isinstance(todos, Sequence):
+        raise InvalidChunkError("todos", f"must be a list, got {type(todos).__name__}")
+    return _make(
+        ChunkType.WORKING_FLOW, {"todos": list(todos)}, id=id, priority=priority,
+        pinned=pinned, custom=custom, created_at=created_at, action="todo_set",
+    )  # fmt: skip
+
+
+def thinking(
+    text: str,
+    *,
+    id: str | None = None,
+    priority: int = 0,
+    pinned: bool = False,
+    custom: Mapping[str, Any] | None = None,
+    created_at: _dt.datetime | None = None,
+) -> Chunk:
+    """The agent's reasoning: ``<thinking subtype="THINKING">``."""
+    return _make(
+        ChunkType.WORKING_FLOW, _text("text", text), id=id, priority=priority, pinned=pinned,
+        custom=custom, created_at=created_at, subtype="THINKING",
+    )  # fmt: skip
+
+
+def user_intervention(
+    text: str,
+    *,
+    id: str | None = None,
+    priority: int = 0,
+    pinned: bool = False,
+    custom: Mapping[str, Any] | None = None,
+    created_at: _dt.datetime | None = None,
+) -> Chunk:
+    """The user stepping in mid-task: ``<user_intervention subtype="USER">``."""
+    return _make(
+        ChunkType.WORKING_FLOW, _text("text", text), id=id, priority=priority, pinned=pinned,
+        custom=custom, created_at=created_at, subtype="USER",
+    )  # fmt: skip
+
+
+def task_completed(
+    result: Any,
+    summary: str | None = None,
+    *,
+    id: str | None = None,
+    priority: int = 0,
+    pinned: bool = False,
+    custom: Mapping[str, Any] | None = None,
+    created_at: _dt.datetime | None = None,
+) -> Chunk:
+    """The task is done: content ``{"result": .., "summary": ..}`` (summary only when given)."""
+    content: dict[str, Any] = {"result": result}
+    if summary is not None:
+        content["summary"] = _text("summary", summary)
+    return _make(
+        ChunkType.OUTPUT, content, id=id, priority=priority, pinned=pinned, custom=custom,
+        created_at=created_at, action="task_completed",
+    )  # fmt: skip
+
+
+def task_abandoned(
+    reason: str,
+    partial_result: Any = None,
+    *,
+    id: str | None = None,
+    priority: int = 0,
+    pinned: bool = False,
+    custom: Mapping[str, Any] | None = None,
+    created_at: _dt.datetime | None = None,
+) -> Chunk:
+    """The agent gave up: ``reason`` as an attribute, content ``{"partialResult": ..}``."""
+    return _make(
+        ChunkType.OUTPUT, {"partialResult": partial_result}, id=id, priority=priority,
+        pinned=pinned, custom=custom, created_at=created_at, action="task_abandoned",
+        reason=_text("reason", reason),
+    )  # fmt: skip
+
+
+def task_terminated(
+    terminated_by: str,
+    text: str,
+    *,
+    id: str | None = None,
+    priority: int = 0,
+    pinned: bool = False,
+    custom: Mapping[str, Any] | None = None,
+    created_at: _dt.datetime | None = None,
+) -> Chunk:
+    """Someone (``terminated_by``) stopped the task."""
+    return _make(
+        ChunkType.OUTPUT, _text("text", text), id=id, priority=priority, pinned=pinned,
+        custom=custom, created_at=created_at, action="task_terminated",
+        terminated_by=terminated_by,
+    )  # fmt: skip
+
+
+def custom(
+    kind: str,
+    content: Any,
+    role: Role = "user",
+    *,
+    id: str | None = None,
+    priority: int = 0,
+    pinned: bool = False,
+    custom: Mapping[str, Any] | None = None,
+    created_at: _dt.datetime | None = None,
+) -> Chunk:
+    """A chunk of a kind of your own (``type=CUSTOM``, ``subtype=kind``).
+
+    Register a renderer that claims ``chunk.subtype == kind``; without one the
+    generic fallback renders it as ``<memory_chunk type="CUSTOM" subtype=kind>``.
+    """
+    return _make(
+        ChunkType.CUSTOM, content, id=id, priority=priority, pinned=pinned, custom=custom,
+        created_at=created_at, role=role, subtype=_text("kind", kind),
+    )  # fmt: skip

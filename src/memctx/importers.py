@@ -1,0 +1,148 @@
+"""Importers: other formats in, memctx chunks out.
+
+:func:`import_openai_messages` reads an OpenAI chat-completions transcript
+(``system``/``user``/``assistant`` with ``tool_calls``, ``tool``; the legacy
+``function`` role too) and returns a :class:`~memctx.MemoryState`. Messages
+with a role it does not know are never dropped silently: by default they are
+kept as ``CUSTOM`` chunks (kind ``openai_<role>``) and listed in the report;
+with ``unknown_roles="error"`` they raise :class:`~memctx.TranscriptError`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import attrs
+
+from memctx import chunks
+from memctx._chunk import Chunk
+from memctx._exceptions import InvalidChunkError, TranscriptError
+from memctx._state import MemoryState
+
+__all__ = ["ImportReport", "import_openai_messages", "load_openai_transcript"]
+
+
+@attrs.frozen
+class ImportReport:
+    """What an import did besides producing chunks."""
+
+    unknown_roles: tuple[tuple[int, str], ...] = ()
+    """``(message index, role)`` of each message whose role was not an OpenAI chat role."""
+    unanswered_calls: tuple[str, ...] = ()
+    """``call_id``s of tool calls that no ``tool`` message answered."""
+
+
+def _content_text(content: Any, index: int) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts
+        texts = []
+        for part in content:
+            if isinstance(part, Mapping) and part.get("type") == "text":
+                texts.append(str(part.get("text", "")))
+            else:
+                texts.append(json.dumps(part, ensure_ascii=False))
+        return "\n".join(texts)
+    raise TranscriptError(f"content must be a string, a list of parts or null, got {content!r}",
+                          index=index)  # fmt: skip
+
+
+def _arguments(raw: Any) -> Any:
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError:
+            return raw
+    return raw
+
+
+def import_openai_messages(
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    thread_id: str | None = None,
+    unknown_roles: Literal["keep", "error"] = "keep",
+) -> tuple[MemoryState, ImportReport]:
+    """Convert chat-completions messages to a state, with a report of what was unusual.
+
+    Tool calls keep their ids as ``call_id``; a ``tool`` message becomes the
+    ``tool_result`` of the call it answers (its tool name looked up from the
+    call). Chunk ids are ``msg<index>`` (``msg<index>_call<k>`` for calls) so
+    that re-importing the same transcript gives the same ids.
+    """
+    if not isinstance(messages, Sequence) or isinstance(messages, str | bytes):
+        raise TranscriptError("a transcript must be a list of messages")
+    result: list[Chunk] = []
+    tool_names: dict[str, str] = {}
+    answered: set[str] = set()
+    unknown: list[tuple[int, str]] = []
+    for index, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            raise TranscriptError(f"must be an object, got {type(message).__name__}", index=index)
+        role = message.get("role")
+        if not isinstance(role, str):
+            raise TranscriptError("missing string 'role'", index=index)
+        text = _content_text(message.get("content"), index)
+        base = f"msg{index}"
+        try:
+            if role in ("system", "developer"):
+                result.append(chunks.system(text, id=base))
+            elif role == "user":
+                result.append(chunks.user(text, id=base))
+            elif role == "assistant":
+                calls = message.get("tool_calls") or []
+                if not isinstance(calls, list):
+                    raise TranscriptError("'tool_calls' must be a list", index=index)
+                if text or not calls:
+                    result.append(chunks.assistant(text, id=base))
+                for k, call in enumerate(calls):
+                    result.append(_tool_call(call, f"{base}_call{k}", index, tool_names))
+            elif role == "tool":
+                call_id = message.get("tool_call_id")
+                if not isinstance(call_id, str) or not call_id:
+                    raise TranscriptError("a 'tool' message needs a 'tool_call_id'", index=index)
+                tool = tool_names.get(call_id) or str(message.get("name") or "unknown")
+                answered.add(call_id)
+                result.append(chunks.tool_result(tool, text, call_id=call_id, id=base))
+            elif role == "function":
+                name = str(message.get("name") or "unknown")
+                result.append(chunks.tool_result(name, text, id=base))
+            else:
+                if unknown_roles == "error":
+                    raise TranscriptError(f"unknown role {role!r}", index=index)
+                unknown.append((index, role))
+                result.append(chunks.custom(f"openai_{role}", text, "user", id=base))
+        except InvalidChunkError as exc:
+            raise TranscriptError(str(exc), index=index) from None
+    unanswered = tuple(call_id for call_id in tool_names if call_id not in answered)
+    return MemoryState(result, thread_id=thread_id), ImportReport(tuple(unknown), unanswered)
+
+
+def _tool_call(call: Any, chunk_id: str, index: int, tool_names: dict[str, str]) -> Chunk:
+    if not isinstance(call, Mapping):
+        raise TranscriptError("each tool call must be an object", index=index)
+    function = call.get("function")
+    if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+        raise TranscriptError("a tool call needs 'function.name'", index=index)
+    call_id = call.get("id")
+    if not isinstance(call_id, str) or not call_id:
+        raise TranscriptError("a tool call needs an 'id'", index=index)
+    tool_names[call_id] = function["name"]
+    return chunks.tool_call(
+        function["name"], _arguments(function.get("arguments")), call_id=call_id,
+        status="completed", id=chunk_id,
+    )  # fmt: skip
+
+
+def load_openai_transcript(
+    data: Any, *, thread_id: str | None = None, unknown_roles: Literal["keep", "error"] = "keep"
+) -> tuple[MemoryState, ImportReport]:
+    """Import a parsed JSON document: a list of messages, or an object with ``messages``."""
+    if isinstance(data, Mapping):
+        if "messages" not in data:
+            raise TranscriptError("an object transcript needs a 'messages' list")
+        data = data["messages"]
+    return import_openai_messages(data, thread_id=thread_id, unknown_roles=unknown_roles)

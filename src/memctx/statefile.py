@@ -1,0 +1,241 @@
+"""The versioned JSON format for states (``memctx render/build STATE.json``).
+
+::
+
+    {
+      "version": 1,
+      "thread_id": "t1",                      # or null
+      "chunks": [
+        {
+          "id": "chunk_1",
+          "type": "WORKFLOW",                 # a ChunkType name
+          "role": null,                       # "system" | "user" | "assistant" | null
+          "action": "tool_call",              # or null
+          "subtype": null,
+          "content": {"path": "/src/main.ts"},   # a string or any JSON value
+          "metadata": {"tool": "read_file", "call_id": "call_123", "status": "pending"},
+          "priority": 0,
+          "created_at": "2026-11-22T03:25:56.123456+00:00"
+        }
+      ]
+    }
+
+``id``, ``type`` and ``content`` are required; the other fields default as in
+:class:`~memctx.Chunk`. Loading checks everything and raises
+:class:`~memctx.StateFileError` naming the index and field of the first bad
+item (:class:`~memctx.UnsupportedVersionError` for another version); it never
+returns a half-loaded state. :func:`save_state` writes atomically.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+
+from memctx._chunk import Chunk, ChunkMetadata
+from memctx._exceptions import (
+    DuplicateChunkError,
+    InvalidChunkError,
+    StateFileError,
+    UnsupportedVersionError,
+)
+from memctx._json import thaw_json
+from memctx._state import MemoryState
+
+__all__ = [
+    "FORMAT_VERSION",
+    "chunk_from_dict",
+    "chunk_to_dict",
+    "dumps_state",
+    "load_state",
+    "loads_state",
+    "save_state",
+    "state_from_dict",
+    "state_to_dict",
+]
+
+FORMAT_VERSION: Final = 1
+
+_CHUNK_FIELDS: Final = frozenset(
+    {"id", "type", "role", "action", "subtype", "content", "metadata", "priority", "created_at"}
+)
+_METADATA_FIELDS: Final = frozenset(f.name for f in attrs.fields(ChunkMetadata))
+
+
+def chunk_to_dict(chunk: Chunk) -> dict[str, Any]:
+    """Return ``chunk`` as a plain JSON object."""
+    return {
+        "id": chunk.id,
+        "type": chunk.type.value,
+        "role": chunk.role,
+        "action": chunk.action,
+        "subtype": chunk.subtype,
+        "content": thaw_json(chunk.content),
+        "metadata": chunk.metadata.to_dict(),
+        "priority": chunk.priority,
+        "created_at": chunk.created_at.isoformat(),
+    }
+
+
+def chunk_from_dict(data: object, index: int | None = None) -> Chunk:
+    """Build a chunk from a JSON object, raising :class:`StateFileError` on bad input."""
+    if not isinstance(data, Mapping):
+        raise StateFileError(f"must be an object, got {_json_type(data)}", index=index)
+    unknown = set(data) - _CHUNK_FIELDS
+    if unknown:
+        raise StateFileError(f"unknown field(s) {sorted(unknown)}", index=index)
+    for required in ("id", "type", "content"):
+        if required not in data:
+            raise StateFileError("missing required field", index=index, field=required)
+    metadata = data.get("metadata") or {}
+    if not isinstance(metadata, Mapping):
+        raise StateFileError(
+            f"must be an object, got {_json_type(metadata)}", index=index, field="metadata"
+        )
+    unknown = set(metadata) - _METADATA_FIELDS
+    if unknown:
+        raise StateFileError(f"unknown field(s) {sorted(unknown)}", index=index, field="metadata")
+    kwargs: dict[str, Any] = {}
+    created_at = data.get("created_at")
+    if created_at is not None:
+        if not isinstance(created_at, str):
+            raise StateFileError(
+                f"must be an ISO 8601 string, got {_json_type(created_at)}",
+                index=index,
+                field="created_at",
+            )
+        try:
+            kwargs["created_at"] = _dt.datetime.fromisoformat(created_at)
+        except ValueError:
+            raise StateFileError(
+                f"not an ISO 8601 datetime: {created_at!r}", index=index, field="created_at"
+            ) from None
+    if "priority" in data:
+        kwargs["priority"] = data["priority"]
+    try:
+        meta = ChunkMetadata(**metadata)
+        return Chunk(
+            type=data["type"],
+            content=data["content"],
+            id=data["id"],
+            role=data.get("role"),
+            action=data.get("action"),
+            subtype=data.get("subtype"),
+            metadata=meta,
+            **kwargs,
+        )
+    except InvalidChunkError as exc:
+        raise StateFileError(str(exc).split(": ", 1)[-1], index=index, field=exc.field) from None
+
+
+def state_to_dict(state: MemoryState) -> dict[str, Any]:
+    """Return ``state`` as a plain JSON document."""
+    return {
+        "version": FORMAT_VERSION,
+        "thread_id": state.thread_id,
+        "chunks": [chunk_to_dict(chunk) for chunk in state.chunks],
+    }
+
+
+def state_from_dict(data: object) -> MemoryState:
+    """Build a state from a JSON document, raising :class:`StateFileError` on bad input."""
+    if not isinstance(data, Mapping):
+        raise StateFileError(f"a state document must be an object, got {_json_type(data)}")
+    if "version" not in data:
+        raise StateFileError("missing required field", field="version")
+    version = data["version"]
+    if version != FORMAT_VERSION or isinstance(version, bool):
+        raise UnsupportedVersionError(
+            f"unsupported state format version {version!r}; this memctx reads version "
+            f"{FORMAT_VERSION}",
+            field="version",
+        )
+    thread_id = data.get("thread_id")
+    if thread_id is not None and (not isinstance(thread_id, str) or not thread_id):
+        raise StateFileError(
+            f"must be a non-empty string or null, got {_json_type(thread_id)}", field="thread_id"
+        )
+    raw_chunks = data.get("chunks")
+    if not isinstance(raw_chunks, list):
+        raise StateFileError(f"must be an array, got {_json_type(raw_chunks)}", field="chunks")
+    chunks = [chunk_from_dict(item, index) for index, item in enumerate(raw_chunks)]
+    try:
+        return MemoryState(chunks, thread_id=thread_id)
+    except DuplicateChunkError as exc:
+        index = next(i for i, c in enumerate(chunks) if c.id == exc.chunk_id)
+        dup = next(i for i, c in enumerate(chunks) if c.id == exc.chunk_id and i != index)
+        raise StateFileError(
+            f"duplicate chunk id {exc.chunk_id!r} (first at chunks[{index}])",
+            index=dup,
+            field="id",
+        ) from None
+
+
+def dumps_state(state: MemoryState, *, indent: int | None = 2) -> str:
+    """Serialise ``state`` to JSON text (non-ASCII kept as is)."""
+    return json.dumps(state_to_dict(state), ensure_ascii=False, indent=indent)
+
+
+def loads_state(text: str | bytes) -> MemoryState:
+    """Parse a state from JSON text."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise StateFileError(
+            f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise StateFileError(f"not valid UTF-8: {exc.reason} at byte {exc.start}") from None
+    return state_from_dict(data)
+
+
+def load_state(path: str | os.PathLike[str]) -> MemoryState:
+    """Read a state file."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise StateFileError(f"cannot read {os.fspath(path)!r}: {exc.strerror}") from None
+    return loads_state(raw)
+
+
+def save_state(state: MemoryState, path: str | os.PathLike[str]) -> None:
+    """Write ``state`` to ``path`` atomically (a temporary file, then a rename)."""
+    write_text_atomic(Path(path), dumps_state(state) + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so that readers see the old file or the new one, never half."""
+    directory = path.parent if str(path.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list | tuple):
+        return "array"
+    if isinstance(value, Mapping):
+        return "object"
+    return type(value).__name__
