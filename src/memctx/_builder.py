@@ -116,6 +116,28 @@ class ContextBuilder:
         found = self.rendered(chunk)
         return found.role, found.segment[: -len(SEPARATOR)]
 
+    @property
+    def renderer_fingerprint(self) -> str:
+        """Names the renderer chain; persisted token counts are only valid under the same one."""
+        return "|".join(
+            f"{type(r).__module__}.{type(r).__qualname__}" for r in self.registry.renderers
+        )
+
+    def cached_tokens(self, chunk: Chunk, tokenizer: Tokenizer) -> int | None:
+        """The memoised token count of ``chunk``'s segment, or None when not counted yet."""
+        cache_key = getattr(tokenizer, "cache_key", tokenizer)
+        found: int | None = chunk._memo.get((self._key(), cache_key))
+        return found
+
+    def seed_tokens(self, chunk: Chunk, tokenizer: Tokenizer, count: int) -> None:
+        """Record a token count known from elsewhere (a store's cache) so it is not recounted.
+
+        Only seed counts that were measured under the same
+        :attr:`renderer_fingerprint` and tokenizer ``cache_key``.
+        """
+        cache_key = getattr(tokenizer, "cache_key", tokenizer)
+        chunk._memo[(self._key(), cache_key)] = count
+
     def tokens(self, chunk: Chunk, tokenizer: Tokenizer) -> int:
         """Tokens of ``chunk``'s segment (its XML and the newline after it)."""
         cache_key = getattr(tokenizer, "cache_key", tokenizer)
@@ -426,6 +448,4 @@ class _ExclusionReport:
 
 
 def _memoised_tokens(run: _BuildRun, chunk: Chunk) -> int | None:
-    cache_key = getattr(run.tokenizer, "cache_key", run.tokenizer)
-    found: int | None = chunk._memo.get((run.builder._key(), cache_key))
-    return found
+    return run.builder.cached_tokens(chunk, run.tokenizer)

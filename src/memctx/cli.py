@@ -1,0 +1,164 @@
+"""The ``memctx`` command line.
+
+Every command reports bad input as one ``memctx: error: ...`` line on stderr
+and exits non-zero (2 for usage, 1 for bad data); never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from memctx._builder import create_builder
+from memctx._exceptions import MemctxError
+from memctx._options import STRATEGIES
+from memctx._tokens import create_tokenizer
+from memctx.statefile import load_state, save_state, write_text_atomic
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def fail(message: str, code: int = 1) -> None:
+    """Print one error line and exit with ``code``."""
+    click.echo(f"memctx: error: {message}", err=True)
+    sys.exit(code)
+
+
+def friendly_errors(func: F) -> F:
+    """Turn memctx errors and OS errors into one line and a non-zero exit."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except MemctxError as exc:
+            fail(str(exc))
+        except OSError as exc:
+            fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
+
+    return wrapper  # type: ignore[return-value]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="memctx")
+def main() -> None:
+    """Turn an agent's memory into the exact messages the model is called with."""
+
+
+@main.command()
+@click.argument("state_file", type=click.Path(dir_okay=False, path_type=Path))
+@friendly_errors
+def render(state_file: Path) -> None:
+    """Print each chunk of STATE_FILE as XML, under its role."""
+    state = load_state(state_file)
+    builder = create_builder()
+    for chunk in state:
+        role, xml = builder.render(chunk)
+        click.echo(f"[{role}] {chunk.id}")
+        click.echo(xml)
+
+
+@main.command()
+@click.argument("state_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--max-tokens", type=click.IntRange(min=1), default=None, help="Token budget.")
+@click.option("--reserve", "reserve_tokens", type=click.IntRange(min=0), default=0,
+              help="Tokens kept free for the answer.")  # fmt: skip
+@click.option("--model", default="estimate", show_default=True,
+              help="Model or encoding to count with (e.g. gpt-4o, cl100k_base, estimate).")  # fmt: skip
+@click.option("--system-prompt", default=None, help="Text opening the system message.")
+@click.option("--strategy", type=click.Choice(STRATEGIES), default="recent", show_default=True)
+@click.option("--format", "output_format", type=click.Choice(["text", "json", "openai"]),
+              default="text", show_default=True)  # fmt: skip
+@friendly_errors
+def build(
+    state_file: Path,
+    max_tokens: int | None,
+    reserve_tokens: int,
+    model: str,
+    system_prompt: str | None,
+    strategy: str,
+    output_format: str,
+) -> None:
+    """Build the messages for STATE_FILE; the report goes to stderr."""
+    state = load_state(state_file)
+    tokenizer = create_tokenizer(model)
+    result = create_builder(tokenizer).build(
+        state, max_tokens=max_tokens, reserve_tokens=reserve_tokens,
+        system_prompt=system_prompt, strategy=strategy,
+    )  # fmt: skip
+    if output_format == "text":
+        click.echo(result.to_text())
+    elif output_format == "openai":
+        click.echo(json.dumps(result.to_openai(), ensure_ascii=False, indent=2))
+    else:
+        click.echo(json.dumps(result_to_json(result), ensure_ascii=False, indent=2))
+    click.echo(result.summary(), err=True)
+
+
+def result_to_json(result: Any) -> dict[str, Any]:
+    """The whole build result as JSON: messages and report."""
+    return {
+        "messages": [
+            {"role": m.role, "content": m.content, "chunk_ids": list(m.chunk_ids)}
+            for m in result.messages
+        ],
+        "token_count": result.token_count,
+        "token_count_exact": result.token_count_exact,
+        "tokenizer": result.tokenizer_name,
+        "max_tokens": result.max_tokens,
+        "reserve_tokens": result.reserve_tokens,
+        "strategy": result.strategy,
+        "included_chunk_ids": list(result.included_chunk_ids),
+        "excluded_chunk_ids": list(result.excluded_chunk_ids),
+        "exclusions": {
+            cid: {"reason": e.reason.value, "tokens": e.tokens}
+            for cid, e in result.exclusions.items()
+        },
+        "chunk_tokens": dict(result.chunk_tokens),
+        "replaced_characters": dict(result.replaced_characters),
+    }
+
+
+@main.command("import-openai")
+@click.argument("transcript", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="Where to write the state file.")  # fmt: skip
+@click.option("--thread-id", default=None, help="thread_id to record in the state.")
+@click.option("--strict", is_flag=True, help="Fail on a message role that is not an OpenAI one.")
+@friendly_errors
+def import_openai(transcript: Path, output: Path, thread_id: str | None, strict: bool) -> None:
+    """Convert an OpenAI chat transcript (a list of messages, or {"messages": [...]})."""
+    from memctx.importers import load_openai_transcript
+
+    try:
+        data = json.loads(transcript.read_bytes())
+    except json.JSONDecodeError as exc:
+        fail(f"{transcript}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
+    state, report = load_openai_transcript(
+        data, thread_id=thread_id, unknown_roles="error" if strict else "keep"
+    )
+    save_state(state, output)
+    click.echo(f"wrote {len(state)} chunks to {output}", err=True)
+    for index, role in report.unknown_roles:
+        click.echo(f"note: message {index} has role {role!r}; kept as a CUSTOM chunk", err=True)
+    if report.unanswered_calls:
+        click.echo(f"note: {len(report.unanswered_calls)} tool call(s) have no result", err=True)
+
+
+def _register_store_commands() -> None:
+    try:
+        from memctx.store.cli import thread
+    except ImportError:  # the store is optional at this stage of development
+        return
+    main.add_command(thread)
+
+
+_register_store_commands()
+
+__all__ = ["fail", "friendly_errors", "main", "result_to_json", "write_text_atomic"]
