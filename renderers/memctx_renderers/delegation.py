@@ -14,7 +14,8 @@ _ROLES: dict[str, Role] = {
 
 
 class DelegationRenderer:
-    """``<spawn_subagent>``, ``<message_to_subagent>``, ``<subagent_result>``, ``<parent_agent_message>``."""
+    """``<spawn_subagent>``, ``<message_to_subagent>`` (assistant); ``<subagent_result>``,
+    ``<parent_agent_message>`` (user)."""
 
     def can_render(self, chunk: Chunk) -> bool:
         return chunk.type is ChunkType.DELEGATION and chunk.action in _ROLES

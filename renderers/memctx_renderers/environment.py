@@ -9,7 +9,7 @@ _NAME_ATTRIBUTE = {"tool_result": "tool", "skill_result": "skill"}
 
 
 class EnvironmentRenderer:
-    """``<tool_result>`` (with ``error="true"`` for a tool error) and ``<skill_result>``; role ``user``."""
+    """``<tool_result>`` (``error="true"`` for a tool error) and ``<skill_result>``; role user."""
 
     def can_render(self, chunk: Chunk) -> bool:
         return chunk.type is ChunkType.ENVIRONMENT and chunk.action in _NAME_ATTRIBUTE

@@ -13,7 +13,8 @@ _ROLES: dict[str, Role] = {
 
 
 class OutputRenderer:
-    """``<task_completed>``, ``<task_abandoned reason="..">``, ``<task_terminated terminated_by="..">``."""
+    """``<task_completed>``, ``<task_abandoned reason="..">`` and
+    ``<task_terminated terminated_by="..">``."""
 
     def can_render(self, chunk: Chunk) -> bool:
         return chunk.type is ChunkType.OUTPUT and chunk.action in _ROLES

@@ -118,7 +118,7 @@ class StateIndex:
 def state_index(state: MemoryState) -> StateIndex:
     """Return the index of ``state``, reusing and extending its parent's when possible."""
     cell = state._index_cell
-    index = cell[0]
+    index: StateIndex | None = cell[0]
     if index is not None and index.tip is state.chunks:
         return index
     if index is None or index.tip is not cell[1]:

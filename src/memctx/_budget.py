@@ -54,7 +54,7 @@ def overhead_delta(
     if prev_role is not None and prev_role == next_role:
         # The neighbours share one message; a different role splits it in three.
         return 0 if role == prev_role else overhead[role] + overhead[prev_role]
-    if role == prev_role or role == next_role:
+    if role in (prev_role, next_role):
         return 0
     return overhead[role]
 

@@ -38,8 +38,17 @@ class Rendered:
 
 def _forbidden_in_chunk(chunk: Chunk) -> int:
     found = count_forbidden(chunk.text) + count_forbidden(chunk.id)
-    for name in ("tool", "skill", "call_id", "status", "subagent_id", "agent_type",
-                 "parent_agent_id", "reason", "terminated_by"):  # fmt: skip
+    for name in (
+        "tool",
+        "skill",
+        "call_id",
+        "status",
+        "subagent_id",
+        "agent_type",
+        "parent_agent_id",
+        "reason",
+        "terminated_by",
+    ):
         value = getattr(chunk.metadata, name)
         if value:
             found += count_forbidden(value)
@@ -269,9 +278,15 @@ class _BuildRun:
             )
         if opts.strategy == "recent":
             selection = select_recent(
-                costs, self.index, self.candidate_positions_desc(), pinned, pinned_body,
-                pinned_system, budget, fixed,
-            )  # fmt: skip
+                costs,
+                self.index,
+                self.candidate_positions_desc(),
+                pinned,
+                pinned_body,
+                pinned_system,
+                budget,
+                fixed,
+            )
         else:
             selection = select_greedy(
                 costs, self.units(), pinned, pinned_body, pinned_system, budget, fixed

@@ -51,7 +51,9 @@ def _check_optional_str(field: str, value: object) -> None:
         raise InvalidChunkError(field, f"must be a non-empty string or None, got {value!r}")
 
 
-def _validate_metadata_str(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+def _validate_metadata_str(
+    instance: object, attribute: attrs.Attribute[Any], value: object
+) -> None:
     _check_optional_str(f"metadata.{attribute.name}", value)
 
 
@@ -62,7 +64,9 @@ def _validate_optional_bool(
         raise InvalidChunkError(f"metadata.{attribute.name}", f"must be a bool, got {value!r}")
 
 
-def _validate_optional_int(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+def _validate_optional_int(
+    instance: object, attribute: attrs.Attribute[Any], value: object
+) -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
         raise InvalidChunkError(
             f"metadata.{attribute.name}", f"must be a non-negative int, got {value!r}"
@@ -170,9 +174,7 @@ def _validate_metadata(instance: object, attribute: attrs.Attribute[Any], value:
         raise InvalidChunkError("metadata", f"must be a ChunkMetadata, got {type(value).__name__}")
 
 
-def _validate_created_at(
-    instance: object, attribute: attrs.Attribute[Any], value: object
-) -> None:
+def _validate_created_at(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if not isinstance(value, _dt.datetime) or value.tzinfo is None:
         raise InvalidChunkError("created_at", f"must be a timezone-aware datetime, got {value!r}")
 

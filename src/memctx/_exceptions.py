@@ -73,9 +73,7 @@ class StateFileError(MemctxError, ValueError):
     not in one chunk) and ``field`` the dotted path of the bad field.
     """
 
-    def __init__(
-        self, message: str, *, index: int | None = None, field: str | None = None
-    ) -> None:
+    def __init__(self, message: str, *, index: int | None = None, field: str | None = None) -> None:
         self.index = index
         self.field = field
         where = []
@@ -122,9 +120,7 @@ class UnknownModelError(TokenizerError):
     def __init__(self, model: str, known: list[str]) -> None:
         self.model = model
         self.known = known
-        super().__init__(
-            f"unknown model {model!r}; known models and prefixes: {', '.join(known)}"
-        )
+        super().__init__(f"unknown model {model!r}; known models and prefixes: {', '.join(known)}")
 
 
 class BuildOptionError(MemctxError, ValueError):

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any, NoReturn, TypeAlias
 
 JSONValue: TypeAlias = (
-    "str | int | float | bool | None | Mapping[str, JSONValue] | tuple[JSONValue, ...] | list[Any]"
+    "str | int | float | bool | Mapping[str, JSONValue] | tuple[JSONValue, ...] | list[Any] | None"
 )
 
 
@@ -25,13 +25,14 @@ class FrozenDict(dict[str, Any]):
     """
 
     __slots__ = ("_hash",)
+    _hash: int
 
     def _readonly(self, *args: object, **kwargs: object) -> NoReturn:
         raise TypeError("chunk content and metadata are immutable")
 
     __setitem__ = _readonly
     __delitem__ = _readonly
-    __ior__ = _readonly  # type: ignore[assignment]
+    __ior__ = _readonly
     clear = _readonly
     pop = _readonly
     popitem = _readonly
@@ -41,7 +42,7 @@ class FrozenDict(dict[str, Any]):
     def __hash__(self) -> int:  # type: ignore[override]
         try:
             return self._hash
-        except AttributeError:
+        except AttributeError:  # first call: compute and remember
             h = hash(frozenset(self.items()))
             object.__setattr__(self, "_hash", h)
             return h

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
 
 from memctx._chunk import Role
+
+
+def _to_tuple(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
 
 
 @attrs.frozen
@@ -17,7 +21,7 @@ class ContextMessage:
 
     role: Role
     content: str
-    chunk_ids: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    chunk_ids: tuple[str, ...] = attrs.field(default=(), converter=_to_tuple)
 
     def to_dict(self) -> dict[str, str]:
         """Return ``{"role": ..., "content": ...}``."""
@@ -93,7 +97,7 @@ class ContextBuildResult:
         if found is None:
             found = self._exclusions_source() if self._exclusions_source else ((), {})
             self._lazy["exclusions"] = found
-        return found  # type: ignore[no-any-return]
+        return found
 
     @property
     def excluded_chunk_ids(self) -> tuple[str, ...]:

@@ -125,7 +125,9 @@ class TiktokenTokenizer(_ChatFormatMixin):
         """Count several texts, on several threads when that pays."""
         if len(texts) < 8 or sum(map(len, texts)) < 200_000:
             return [len(self._encode(t)) for t in texts]
-        return [len(ids) for ids in self._encoding.encode_ordinary_batch(list(texts), num_threads=2)]
+        return [
+            len(ids) for ids in self._encoding.encode_ordinary_batch(list(texts), num_threads=2)
+        ]
 
     def __repr__(self) -> str:
         return f"TiktokenTokenizer({self.name!r}, exact={self._exact})"

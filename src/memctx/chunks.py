@@ -68,7 +68,7 @@ def _make(
     subtype: str | None = None,
     **metadata: Any,
 ) -> Chunk:
-    meta = ChunkMetadata(pinned=pinned, custom=custom, **metadata)  # type: ignore[arg-type]
+    meta = ChunkMetadata(pinned=pinned, custom=custom, **metadata)
     kwargs: dict[str, Any] = {}
     if created_at is not None:
         kwargs["created_at"] = created_at
@@ -96,9 +96,14 @@ def system(
 ) -> Chunk:
     """System context: ``<system_context>``, always in the leading system message."""
     return _make(
-        ChunkType.SYSTEM, _text("text", text), id=id, priority=priority, pinned=pinned,
-        custom=custom, created_at=created_at,
-    )  # fmt: skip
+        ChunkType.SYSTEM,
+        _text("text", text),
+        id=id,
+        priority=priority,
+        pinned=pinned,
+        custom=custom,
+        created_at=created_at,
+    )
 
 
 def user(
@@ -112,9 +117,15 @@ def user(
 ) -> Chunk:
     """A user turn: ``<user_message role="user">``."""
     return _make(
-        ChunkType.AGENT, _text("text", text), id=id, priority=priority, pinned=pinned,
-        custom=custom, created_at=created_at, role="user",
-    )  # fmt: skip
+        ChunkType.AGENT,
+        _text("text", text),
+        id=id,
+        priority=priority,
+        pinned=pinned,
+        custom=custom,
+        created_at=created_at,
+        role="user",
+    )
 
 
 def assistant(
@@ -128,9 +139,15 @@ def assistant(
 ) -> Chunk:
     """An assistant turn: ``<assistant_response role="assistant">``."""
     return _make(
-        ChunkType.AGENT, _text("text", text), id=id, priority=priority, pinned=pinned,
-        custom=custom, created_at=created_at, role="assistant",
-    )  # fmt: skip
+        ChunkType.AGENT,
+        _text("text", text),
+        id=id,
+        priority=priority,
+        pinned=pinned,
+        custom=custom,
+        created_at=created_at,
+        role="assistant",
+    )
 
 
 def clarification(
@@ -144,9 +161,16 @@ def clarification(
 ) -> Chunk:
     """A question the assistant asks back: ``<assistant_clarification action="clarification">``."""
     return _make(
-        ChunkType.AGENT, _text("text", text), id=id, priority=priority, pinned=pinned,
-        custom=custom, created_at=created_at, role="assistant", action="clarification",
-    )  # fmt: skip
+        ChunkType.AGENT,
+        _text("text", text),
+        id=id,
+        priority=priority,
+        pinned=pinned,
+        custom=custom,
+        created_at=created_at,
+        role="assistant",
+        action="clarification",
+    )
 
 
 def tool_call(
@@ -163,9 +187,18 @@ def tool_call(
 ) -> Chunk:
     """A tool call; ``arguments`` (any JSON value) is the content."""
     return _make(
-        ChunkType.WORKFLOW, arguments, id=id, priority=priority, pinned=pinned, custom=custom,
-        created_at=created_at, action="tool_call", tool=tool, call_id=call_id, status=status,
-    )  # fmt: skip
+        ChunkType.WORKFLOW,
+        arguments,
+        id=id,
+        priority=priority,
+        pinned=pinned,
+        custom=custom,
+        created_at=created_at,
+        action="tool_call",
+        tool=tool,
+        call_id=call_id,
+        status=status,
+    )
 
 
 def skill_call(
@@ -182,9 +215,18 @@ def skill_call(
 ) -> Chunk:
     """A skill call; ``arguments`` (any JSON value) is the content."""
     return _make(
-        ChunkType.WORKFLOW, arguments, id=id, priority=priority, pinned=pinned, custom=custom,
-        created_at=created_at, action="skill_call", skill=skill, call_id=call_id, status=status,
-    )  # fmt: skip
+        ChunkType.WORKFLOW,
+        arguments,
+        id=id,
+        priority=priority,
+        pinned=pinned,
+        custom=custom,
+        created_at=created_at,
+        action="skill_call",
+        skill=skill,
+        call_id=call_id,
+        status=status,
+    )
 
 
 def spawn_subagent(
@@ -200,10 +242,17 @@ def spawn_subagent(
 ) -> Chunk:
     """Delegation of ``task`` to a new sub-agent; content ``{"task": task}``."""
     return _make(
-        ChunkType.DELEGATION, {"task": task}, id=id, priority=priority, pinned=pinned,
-        custom=custom, created_at=created_at, action="spawn_subagent",
-        subagent_id=subagent_id, agent_type=agent_type,
-    )  # fmt: skip
+        ChunkType.DELEGATION,
+        {"task": task},
+        id=id,
+        priority=priority,
+        pinned=pinned,
+        custom=custom,
+        created_at=created_at,
+        action="spawn_subagent",
+        subagent_id=subagent_id,
+        agent_type=agent_type,
+    )
 
 
 def message_to_subagent(
@@ -218,10 +267,16 @@ def message_to_subagent(
 ) -> Chunk:
     """A further message to a running sub-agent."""
     return _make(
-        ChunkType.DELEGATION, _text("text", text), id=id, priority=priority, pinned=pinned,
-        custom=custom, created_at=created_at, action="message_to_subagent",
+        ChunkType.DELEGATION,
+        _text("text", text),
+        id=id,
+        priority=priority,
+        pinned=pinned,
+        custom=custom,
+        created_at=created_at,
+        action="message_to_subagent",
         subagent_id=subagent_id,
-    )  # fmt: skip
+    )
 
 
 def subagent_result(
@@ -237,10 +292,17 @@ def subagent_result(
 ) -> Chunk:
     """What a sub-agent reported back (text or JSON)."""
     return _make(
-        ChunkType.DELEGATION, result, id=id, priority=priority, pinned=pinned, custom=custom,
-        created_at=created_at, action="subagent_result", subagent_id=subagent_id,
+        ChunkType.DELEGATION,
+        result,
+        id=id,
+        priority=priority,
+        pinned=pinned,
+        custom=custom,
+        created_at=created_at,
+        action="subagent_result",
+        subagent_id=subagent_id,
         success=success,
-    )  # fmt: skip
+    )
 
 
 def parent_agent_message(
@@ -255,10 +317,16 @@ def parent_agent_message(
 ) -> Chunk:
     """An instruction from the agent that spawned this one."""
     return _make(
-        ChunkType.DELEGATION, _text("text", text), id=id, priority=priority, pinned=pinned,
-        custom=custom, created_at=created_at, action="parent_agent_message",
+        ChunkType.DELEGATION,
+        _text("text", text),
+        id=id,
+        priority=priority,
+        pinned=pinned,
+        custom=custom,
+        created_at=created_at,
+        action="parent_agent_message",
         parent_agent_id=parent_agent_id,
-    )  # fmt: skip
+    )
 
 
 def tool_result(
@@ -275,10 +343,18 @@ def tool_result(
 ) -> Chunk:
     """What a tool returned (text or JSON)."""
     return _make(
-        ChunkType.ENVIRONMENT, output, id=id, priority=priority, pinned=pinned, custom=custom,
-        created_at=created_at, action="tool_result", tool=tool, call_id=call_id,
+        ChunkType.ENVIRONMENT,
+        output,
+        id=id,
+        priority=priority,
+        pinned=pinned,
+        custom=custom,
+        created_at=created_at,
+        action="tool_result",
+        tool=tool,
+        call_id=call_id,
         success=success,
-    )  # fmt: skip
+    )
 
 
 def tool_error(
@@ -294,10 +370,19 @@ def tool_error(
 ) -> Chunk:
     """A failed tool call: ``<tool_result success="false" error="true">``."""
     return _make(
-        ChunkType.ENVIRONMENT, _text("error", error), id=id, priority=priority, pinned=pinned,
-        custom=custom, created_at=created_at, action="tool_result", tool=tool,
-        call_id=call_id, success=False, error=True,
-    )  # fmt: skip
+        ChunkType.ENVIRONMENT,
+        _text("error", error),
+        id=id,
+        priority=priority,
+        pinned=pinned,
+        custom=custom,
+        created_at=created_at,
+        action="tool_result",
+        tool=tool,
+        call_id=call_id,
+        success=False,
+        error=True,
+    )
 
 
 def skill_result(
@@ -314,10 +399,18 @@ def skill_result(
 ) -> Chunk:
     """What a skill returned (text or JSON)."""
     return _make(
-        ChunkType.ENVIRONMENT, output, id=id, priority=priority, pinned=pinned, custom=custom,
-        created_at=created_at, action="skill_result", skill=skill, call_id=call_id,
+        ChunkType.ENVIRONMENT,
+        output,
+        id=id,
+        priority=priority,
+        pinned=pinned,
+        custom=custom,
+        created_at=created_at,
+        action="skill_result",
+        skill=skill,
+        call_id=call_id,
         success=success,
-    )  # fmt: skip
+    )
 
 
 def progress_summary(
@@ -341,10 +434,17 @@ def progress_summary(
             raise InvalidChunkError("compacted_at", "datetime must be timezone-aware")
         compacted_at = int(compacted_at.timestamp() * 1000)
     return _make(
-        ChunkType.WORKING_FLOW, _text("text", text), id=id, priority=priority, pinned=pinned,
-        custom=custom, created_at=created_at, subtype="PROGRESS_SUMMARY",
-        original_count=original_count, compacted_at=compacted_at,
-    )  # fmt: skip
+        ChunkType.WORKING_FLOW,
+        _text("text", text),
+        id=id,
+        priority=priority,
+        pinned=pinned,
+        custom=custom,
+        created_at=created_at,
+        subtype="PROGRESS_SUMMARY",
+        original_count=original_count,
+        compacted_at=compacted_at,
+    )
 
 
 def todo_update(
@@ -360,9 +460,15 @@ def todo_update(
     if isinstance(todos, str | bytes) or not isinstance(todos, Sequence):
         raise InvalidChunkError("todos", f"must be a list, got {type(todos).__name__}")
     return _make(
-        ChunkType.WORKING_FLOW, {"todos": list(todos)}, id=id, priority=priority,
-        pinned=pinned, custom=custom, created_at=created_at, action="todo_set",
-    )  # fmt: skip
+        ChunkType.WORKING_FLOW,
+        {"todos": list(todos)},
+        id=id,
+        priority=priority,
+        pinned=pinned,
+        custom=custom,
+        created_at=created_at,
+        action="todo_set",
+    )
 
 
 def thinking(
@@ -376,9 +482,15 @@ def thinking(
 ) -> Chunk:
     """The agent's reasoning: ``<thinking subtype="THINKING">``."""
     return _make(
-        ChunkType.WORKING_FLOW, _text("text", text), id=id, priority=priority, pinned=pinned,
-        custom=custom, created_at=created_at, subtype="THINKING",
-    )  # fmt: skip
+        ChunkType.WORKING_FLOW,
+        _text("text", text),
+        id=id,
+        priority=priority,
+        pinned=pinned,
+        custom=custom,
+        created_at=created_at,
+        subtype="THINKING",
+    )
 
 
 def user_intervention(
@@ -392,9 +504,15 @@ def user_intervention(
 ) -> Chunk:
     """The user stepping in mid-task: ``<user_intervention subtype="USER">``."""
     return _make(
-        ChunkType.WORKING_FLOW, _text("text", text), id=id, priority=priority, pinned=pinned,
-        custom=custom, created_at=created_at, subtype="USER",
-    )  # fmt: skip
+        ChunkType.WORKING_FLOW,
+        _text("text", text),
+        id=id,
+        priority=priority,
+        pinned=pinned,
+        custom=custom,
+        created_at=created_at,
+        subtype="USER",
+    )
 
 
 def task_completed(
@@ -412,9 +530,15 @@ def task_completed(
     if summary is not None:
         content["summary"] = _text("summary", summary)
     return _make(
-        ChunkType.OUTPUT, content, id=id, priority=priority, pinned=pinned, custom=custom,
-        created_at=created_at, action="task_completed",
-    )  # fmt: skip
+        ChunkType.OUTPUT,
+        content,
+        id=id,
+        priority=priority,
+        pinned=pinned,
+        custom=custom,
+        created_at=created_at,
+        action="task_completed",
+    )
 
 
 def task_abandoned(
@@ -429,10 +553,16 @@ def task_abandoned(
 ) -> Chunk:
     """The agent gave up: ``reason`` as an attribute, content ``{"partialResult": ..}``."""
     return _make(
-        ChunkType.OUTPUT, {"partialResult": partial_result}, id=id, priority=priority,
-        pinned=pinned, custom=custom, created_at=created_at, action="task_abandoned",
+        ChunkType.OUTPUT,
+        {"partialResult": partial_result},
+        id=id,
+        priority=priority,
+        pinned=pinned,
+        custom=custom,
+        created_at=created_at,
+        action="task_abandoned",
         reason=_text("reason", reason),
-    )  # fmt: skip
+    )
 
 
 def task_terminated(
@@ -447,10 +577,16 @@ def task_terminated(
 ) -> Chunk:
     """Someone (``terminated_by``) stopped the task."""
     return _make(
-        ChunkType.OUTPUT, _text("text", text), id=id, priority=priority, pinned=pinned,
-        custom=custom, created_at=created_at, action="task_terminated",
+        ChunkType.OUTPUT,
+        _text("text", text),
+        id=id,
+        priority=priority,
+        pinned=pinned,
+        custom=custom,
+        created_at=created_at,
+        action="task_terminated",
         terminated_by=terminated_by,
-    )  # fmt: skip
+    )
 
 
 def custom(
@@ -470,6 +606,13 @@ def custom(
     generic fallback renders it as ``<memory_chunk type="CUSTOM" subtype=kind>``.
     """
     return _make(
-        ChunkType.CUSTOM, content, id=id, priority=priority, pinned=pinned, custom=custom,
-        created_at=created_at, role=role, subtype=_text("kind", kind),
-    )  # fmt: skip
+        ChunkType.CUSTOM,
+        content,
+        id=id,
+        priority=priority,
+        pinned=pinned,
+        custom=custom,
+        created_at=created_at,
+        role=role,
+        subtype=_text("kind", kind),
+    )

@@ -67,14 +67,28 @@ def render(state_file: Path) -> None:
 @main.command()
 @click.argument("state_file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--max-tokens", type=click.IntRange(min=1), default=None, help="Token budget.")
-@click.option("--reserve", "reserve_tokens", type=click.IntRange(min=0), default=0,
-              help="Tokens kept free for the answer.")  # fmt: skip
-@click.option("--model", default="estimate", show_default=True,
-              help="Model or encoding to count with (e.g. gpt-4o, cl100k_base, estimate).")  # fmt: skip
+@click.option(
+    "--reserve",
+    "reserve_tokens",
+    type=click.IntRange(min=0),
+    default=0,
+    help="Tokens kept free for the answer.",
+)
+@click.option(
+    "--model",
+    default="estimate",
+    show_default=True,
+    help="Model or encoding to count with (e.g. gpt-4o, cl100k_base, estimate).",
+)
 @click.option("--system-prompt", default=None, help="Text opening the system message.")
 @click.option("--strategy", type=click.Choice(STRATEGIES), default="recent", show_default=True)
-@click.option("--format", "output_format", type=click.Choice(["text", "json", "openai"]),
-              default="text", show_default=True)  # fmt: skip
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json", "openai"]),
+    default="text",
+    show_default=True,
+)
 @friendly_errors
 def build(
     state_file: Path,
@@ -89,9 +103,12 @@ def build(
     state = load_state(state_file)
     tokenizer = create_tokenizer(model)
     result = create_builder(tokenizer).build(
-        state, max_tokens=max_tokens, reserve_tokens=reserve_tokens,
-        system_prompt=system_prompt, strategy=strategy,
-    )  # fmt: skip
+        state,
+        max_tokens=max_tokens,
+        reserve_tokens=reserve_tokens,
+        system_prompt=system_prompt,
+        strategy=strategy,
+    )
     if output_format == "text":
         click.echo(result.to_text())
     elif output_format == "openai":
@@ -127,8 +144,13 @@ def result_to_json(result: Any) -> dict[str, Any]:
 
 @main.command("import-openai")
 @click.argument("transcript", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="Where to write the state file.")  # fmt: skip
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="Where to write the state file.",
+)
 @click.option("--thread-id", default=None, help="thread_id to record in the state.")
 @click.option("--strict", is_flag=True, help="Fail on a message role that is not an OpenAI one.")
 @friendly_errors

@@ -47,8 +47,9 @@ def _content_text(content: Any, index: int) -> str:
             else:
                 texts.append(json.dumps(part, ensure_ascii=False))
         return "\n".join(texts)
-    raise TranscriptError(f"content must be a string, a list of parts or null, got {content!r}",
-                          index=index)  # fmt: skip
+    raise TranscriptError(
+        f"content must be a string, a list of parts or null, got {content!r}", index=index
+    )
 
 
 def _arguments(raw: Any) -> Any:
@@ -132,9 +133,12 @@ def _tool_call(call: Any, chunk_id: str, index: int, tool_names: dict[str, str])
         raise TranscriptError("a tool call needs an 'id'", index=index)
     tool_names[call_id] = function["name"]
     return chunks.tool_call(
-        function["name"], _arguments(function.get("arguments")), call_id=call_id,
-        status="completed", id=chunk_id,
-    )  # fmt: skip
+        function["name"],
+        _arguments(function.get("arguments")),
+        call_id=call_id,
+        status="completed",
+        id=chunk_id,
+    )
 
 
 def load_openai_transcript(

@@ -64,9 +64,7 @@ def _attribute_text(value: str | int | bool) -> str:
     return sanitize(value)
 
 
-def render_element(
-    tag: str, attributes: Iterable[tuple[str, AttributeValue]], content: str
-) -> str:
+def render_element(tag: str, attributes: Iterable[tuple[str, AttributeValue]], content: str) -> str:
     """Render one element: ``<tag a="1" ...>``, newline, ``content``, newline, ``</tag>``.
 
     Attributes keep the given order; those whose value is ``None`` are left

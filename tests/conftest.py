@@ -1,0 +1,66 @@
+"""Shared fixtures for the memctx test suite."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from memctx import ContextBuilder, MemoryState, chunks, create_builder, create_tokenizer
+from memctx._tokens import EstimatingTokenizer, TiktokenTokenizer
+
+FIXED_TIME = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
+
+
+@pytest.fixture(scope="session")
+def gpt4o() -> TiktokenTokenizer:
+    """The exact o200k_base tokenizer (built once per test session)."""
+    tokenizer = create_tokenizer("gpt-4o")
+    assert isinstance(tokenizer, TiktokenTokenizer)
+    return tokenizer
+
+
+@pytest.fixture(scope="session")
+def gpt4() -> TiktokenTokenizer:
+    """The exact cl100k_base tokenizer."""
+    tokenizer = create_tokenizer("gpt-4")
+    assert isinstance(tokenizer, TiktokenTokenizer)
+    return tokenizer
+
+
+@pytest.fixture
+def estimator() -> EstimatingTokenizer:
+    return EstimatingTokenizer()
+
+
+@pytest.fixture
+def builder() -> ContextBuilder:
+    """A builder with the installed renderer plugins and no custom renderer."""
+    return create_builder()
+
+
+@pytest.fixture
+def coding_state() -> MemoryState:
+    """A small, realistic agent history with fixed ids and times."""
+    t = {"created_at": FIXED_TIME}
+    return MemoryState(
+        [
+            chunks.system("You are a careful coding agent.", id="sys", **t),
+            chunks.user("Fix the failing test in main.ts.", id="task", **t),
+            chunks.thinking("I should read the file first.", id="think1", **t),
+            chunks.tool_call("read_file", {"path": "/src/main.ts"}, call_id="c1", id="call1", **t),
+            chunks.tool_result("read_file", "export const x = 1;\n", call_id="c1", id="res1", **t),
+            chunks.spawn_subagent("r1", "researcher", "Find the spec for x", id="spawn", **t),
+            chunks.subagent_result("r1", "x must be 2", id="sub_res", **t),
+            chunks.tool_call(
+                "write_file",
+                {"path": "/src/main.ts", "text": "x = 2"},
+                call_id="c2",
+                id="call2",
+                **t,
+            ),
+            chunks.tool_result("write_file", "ok", call_id="c2", id="res2", **t),
+            chunks.assistant("Fixed: x is now 2.", id="answer", **t),
+        ],
+        thread_id="t-coding",
+    )

@@ -1,0 +1,183 @@
+"""Tokenizers: exact tiktoken encodings offline, the estimator, the chat formula."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+import tiktoken
+
+from memctx import (
+    ContextMessage,
+    EstimatingTokenizer,
+    TiktokenTokenizer,
+    Tokenizer,
+    TokenizerError,
+    UnknownModelError,
+    _tokens,
+    create_tokenizer,
+)
+
+# The six messages of OpenAI's cookbook "How to count tokens with tiktoken";
+# it publishes 129 prompt tokens for gpt-3.5-turbo/gpt-4 and 124 for gpt-4o.
+COOKBOOK_MESSAGES = [
+    {
+        "role": "system",
+        "content": "You are a helpful, pattern-following assistant that "
+        "translates corporate jargon into plain English.",
+    },
+    {
+        "role": "system",
+        "name": "example_user",
+        "content": "New synergies will help drive top-line growth.",
+    },
+    {
+        "role": "system",
+        "name": "example_assistant",
+        "content": "Things working well together will increase revenue.",
+    },
+    {
+        "role": "system",
+        "name": "example_user",
+        "content": "Let's circle back when we have more "
+        "bandwidth to touch base on opportunities for increased leverage.",
+    },
+    {
+        "role": "system",
+        "name": "example_assistant",
+        "content": "Let's talk later when we're less busy about how to do better.",
+    },
+    {
+        "role": "user",
+        "content": "This late pivot means we don't have time to boil the ocean "
+        "for the client deliverable.",
+    },
+]
+
+
+class TestCreateTokenizer:
+    @pytest.mark.parametrize(
+        ("model", "encoding"),
+        [
+            ("gpt-4o", "o200k_base"),
+            ("gpt-4o-mini", "o200k_base"),
+            ("gpt-4.1", "o200k_base"),
+            ("gpt-5", "o200k_base"),
+            ("o1", "o200k_base"),
+            ("o3-mini", "o200k_base"),
+            ("o4-mini", "o200k_base"),
+            ("gpt-4", "cl100k_base"),
+            ("gpt-4-0613", "cl100k_base"),
+            ("gpt-3.5-turbo", "cl100k_base"),
+            ("cl100k_base", "cl100k_base"),
+            ("o200k_base", "o200k_base"),
+        ],
+    )
+    def test_openai_models_map_to_tiktokens_own_table_and_are_exact(
+        self, model: str, encoding: str
+    ) -> None:
+        tokenizer = create_tokenizer(model)
+        assert isinstance(tokenizer, TiktokenTokenizer)
+        assert tokenizer.encoding_name == encoding
+        assert tokenizer.exact is True
+        if model != encoding:
+            assert tiktoken.model.encoding_name_for_model(model) == encoding
+
+    def test_claude_is_a_cl100k_approximation_reported_as_not_exact(self) -> None:
+        tokenizer = create_tokenizer("claude-3-5-sonnet-20241022")
+        assert isinstance(tokenizer, TiktokenTokenizer)
+        assert tokenizer.encoding_name == "cl100k_base"
+        assert tokenizer.exact is False
+        assert "approximated" in tokenizer.name
+
+    def test_estimate_is_ceil_of_chars_over_four_and_not_exact(self) -> None:
+        tokenizer = create_tokenizer("estimate")
+        assert isinstance(tokenizer, EstimatingTokenizer)
+        assert tokenizer.exact is False
+        assert [tokenizer.count(t) for t in ("", "a", "abcd", "abcde", "é" * 8)] == [0, 1, 1, 2, 2]
+
+    def test_unknown_model_error_lists_what_is_known(self) -> None:
+        with pytest.raises(UnknownModelError) as info:
+            create_tokenizer("llama-9000")
+        message = str(info.value)
+        assert "llama-9000" in message
+        for known in ("estimate", "cl100k_base", "o200k_base", "claude-*", "gpt-4o"):
+            assert known in message
+        assert info.value.model == "llama-9000"
+
+    def test_model_whose_encoding_is_not_bundled_gives_a_clear_error(self) -> None:
+        with pytest.raises(TokenizerError, match="p50k_base"):
+            create_tokenizer("text-davinci-003")
+
+    @pytest.mark.parametrize("bad", ["", None, 42])
+    def test_model_must_be_a_non_empty_string(self, bad: object) -> None:
+        with pytest.raises(TokenizerError):
+            create_tokenizer(bad)  # type: ignore[arg-type]
+
+    def test_built_in_tokenizers_satisfy_the_protocol(self) -> None:
+        assert isinstance(create_tokenizer("gpt-4o"), Tokenizer)
+        assert isinstance(create_tokenizer("estimate"), Tokenizer)
+
+
+class TestOfflineEncodings:
+    def test_each_encoding_is_built_once_per_process(self) -> None:
+        assert _tokens.get_encoding("o200k_base") is _tokens.get_encoding("o200k_base")
+        assert create_tokenizer("gpt-4o").encoding is create_tokenizer("gpt-4.1").encoding
+
+    @pytest.mark.parametrize(
+        ("name", "expected"),
+        [("cl100k_base", [15339, 1917]), ("o200k_base", [24912, 2375])],
+    )
+    def test_bundled_encodings_give_the_official_token_ids(
+        self, name: str, expected: list[int]
+    ) -> None:
+        assert _tokens.get_encoding(name).encode_ordinary("hello world") == expected
+
+    def test_rank_file_with_wrong_hash_is_refused(self) -> None:
+        url = "https://example.invalid/encodings/cl100k_base.tiktoken"
+        with pytest.raises(TokenizerError, match="sha256"):
+            _tokens._read_bundled_ranks(url, expected_hash=hashlib.sha256(b"x").hexdigest())
+
+    def test_missing_rank_file_is_a_tokenizer_error(self) -> None:
+        with pytest.raises(TokenizerError, match="could not be read"):
+            _tokens._read_bundled_ranks("https://example.invalid/nope_base.tiktoken")
+
+    def test_encoding_that_is_not_bundled_is_refused(self) -> None:
+        with pytest.raises(TokenizerError, match="not bundled"):
+            _tokens.get_encoding("r50k_base")
+
+    def test_special_token_text_is_counted_as_plain_text(self, gpt4o: TiktokenTokenizer) -> None:
+        # encode() would raise on "<|endoftext|>"; memory text may contain it.
+        assert gpt4o.count("<|endoftext|>") > 1
+
+    def test_count_many_equals_counting_one_by_one(self, gpt4o: TiktokenTokenizer) -> None:
+        texts = [f"text number {i} " * (i * 500) for i in range(12)]
+        assert gpt4o.count_many(texts) == [gpt4o.count(t) for t in texts]
+
+
+class TestChatFormat:
+    @pytest.mark.parametrize(
+        ("model", "expected"),
+        [("gpt-4", 129), ("gpt-3.5-turbo", 129), ("gpt-4o", 124), ("gpt-4o-mini", 124)],
+    )
+    def test_cookbook_figures_are_reproduced(self, model: str, expected: int) -> None:
+        assert create_tokenizer(model).count_messages(COOKBOOK_MESSAGES) == expected
+
+    def test_empty_list_costs_the_reply_priming(self, gpt4o: TiktokenTokenizer) -> None:
+        assert gpt4o.count_messages([]) == 3
+
+    def test_each_message_costs_three_plus_role_and_content(self, gpt4o: TiktokenTokenizer) -> None:
+        message = {"role": "user", "content": "hello world"}
+        assert gpt4o.count_messages([message]) == 3 + 3 + 1 + 2
+
+    def test_context_messages_count_like_dicts(self, gpt4: TiktokenTokenizer) -> None:
+        as_dicts = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]
+        as_messages = [ContextMessage("user", "hi"), ContextMessage("assistant", "yo")]
+        assert gpt4.count_messages(as_messages) == gpt4.count_messages(as_dicts)
+
+    def test_estimator_uses_the_same_formula(self, estimator: EstimatingTokenizer) -> None:
+        assert estimator.count_messages([{"role": "user", "content": "abcdefgh"}]) == 3 + 1 + 2 + 3
+
+    def test_message_without_content_is_rejected(self, gpt4o: TiktokenTokenizer) -> None:
+        with pytest.raises(TypeError, match="role"):
+            gpt4o.count_messages([{"role": "user"}])
