@@ -14,6 +14,7 @@ from memctx import (
     ChunkNotFoundError,
     ChunkType,
     ContextBuilder,
+    DuplicateChunkError,
     ExclusionReason,
     MemoryState,
     Role,
@@ -406,3 +407,37 @@ class TestCustomRenderers:
         builder.build(state, tokenizer=gpt4o)
         builder.build(state.append(chunks.user("c", id="c")), tokenizer=gpt4o)
         assert calls == ["b", "a", "c"]
+
+
+class TestIncrementalHistories:
+    def test_an_older_state_still_builds_correctly_after_appends(
+        self, builder: ContextBuilder, gpt4o: TiktokenTokenizer
+    ) -> None:
+        base = MemoryState([chunks.tool_call("sh", {}, call_id="c", id="call")])
+        grown = base.append(chunks.tool_result("sh", "ok", call_id="c", id="res"))
+        # In `base` the call is still pending (pinned); in `grown` it is answered.
+        assert builder.build(base, tokenizer=gpt4o, pin_newest=False).included_chunk_ids == (
+            "call",
+        )
+        assert builder.build(grown, tokenizer=gpt4o).included_chunk_ids == ("call", "res")
+        assert builder.build(base, tokenizer=gpt4o, pin_newest=False).included_chunk_ids == (
+            "call",
+        )
+
+    def test_branching_histories_do_not_see_each_other(self) -> None:
+        base = MemoryState([chunks.user("a", id="a")])
+        left = base.append(chunks.user("b", id="b"))
+        right = base.append(chunks.user("c", id="c"))
+        assert "b" in left
+        assert "b" not in right
+        assert "c" not in left
+        assert right.append(chunks.user("b", id="b")).ids == ("a", "c", "b")
+        with pytest.raises(ChunkNotFoundError):
+            base.get("b")
+
+    def test_a_duplicate_append_changes_nothing(self) -> None:
+        base = MemoryState([chunks.user("a", id="a")])
+        with pytest.raises(DuplicateChunkError):
+            base.append(chunks.user("x", id="x"), chunks.user("x2", id="x"))
+        assert "x" not in base
+        assert base.append(chunks.user("x", id="x")).ids == ("a", "x")

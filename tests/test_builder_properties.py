@@ -261,3 +261,27 @@ def test_segment_counts_add_up_to_the_count_of_the_whole(name: str, segments: li
         builder.render(chunks.user(text, id=f"u{i}"))[1] + "\n" for i, text in enumerate(segments)
     ]
     assert tokenizer.count("".join(rendered)) == sum(tokenizer.count(s) for s in rendered)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_incremental_builds_equal_fresh_uncached_builds(data: st.DataObject) -> None:
+    """Appending and rebuilding reuses memoised work; the result must not change."""
+    from memctx.statefile import dumps_state, loads_state
+
+    full = data.draw(states())
+    budget = data.draw(st.one_of(st.none(), st.integers(60, 2000)))
+    tokenizer = TOKENIZERS[data.draw(st.sampled_from(sorted(TOKENIZERS)))]
+    builder = create_builder()
+    grown = MemoryState()
+    for chunk in full:
+        grown = grown.append(chunk)
+        try:
+            incremental = builder.build(grown, max_tokens=budget, tokenizer=tokenizer)
+        except BudgetExceededError:
+            continue
+        fresh_state = loads_state(dumps_state(grown))  # new chunk objects: nothing memoised
+        fresh = create_builder().build(fresh_state, max_tokens=budget, tokenizer=tokenizer)
+        assert incremental.messages == fresh.messages
+        assert incremental.token_count == fresh.token_count
+        assert incremental.excluded_chunk_ids == fresh.excluded_chunk_ids

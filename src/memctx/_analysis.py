@@ -51,6 +51,7 @@ class StateIndex:
         "cut_blocked",
         "members",
         "openers",
+        "pending",
         "pinned_positions",
         "system_positions",
         "tip",
@@ -64,6 +65,7 @@ class StateIndex:
         self.unit_of: dict[int, UnitKey] = {}
         self.members: dict[UnitKey, list[int]] = {}
         self.openers: dict[UnitKey, int] = {}
+        self.pending: set[int] = set()  # openers with no result yet
         # cut_blocked[k] > 0: keeping chunks[k:] would split a unit.
         self.cut_blocked: array[int] = array("i")
 
@@ -83,7 +85,14 @@ class StateIndex:
             key, is_opener = found
             self.unit_of[position] = key
             if is_opener:
-                self.openers.setdefault(key, position)
+                if key not in self.openers:
+                    self.openers[key] = position
+                    if key not in self.members:
+                        self.pending.add(position)
+            else:
+                opener = self.openers.get(key)
+                if opener is not None:
+                    self.pending.discard(opener)
             positions = self.members.get(key)
             if positions is None:
                 self.members[key] = [position]
@@ -110,20 +119,23 @@ class StateIndex:
 
     def pending_openers(self) -> list[int]:
         """Positions of calls and spawns that have no result yet."""
-        return sorted(
-            position for key, position in self.openers.items() if len(self.members[key]) == 1
-        )
+        return sorted(self.pending)
 
 
 def state_index(state: MemoryState) -> StateIndex:
-    """Return the index of ``state``, reusing and extending its parent's when possible."""
-    cell = state._index_cell
-    index: StateIndex | None = cell[0]
-    if index is not None and index.tip is state.chunks:
+    """Return the budget index of ``state``.
+
+    The index is shared along a history that grows by appending; it may
+    cover chunks past the end of ``state`` (appended to a descendant), which
+    is harmless for everything but the unit structure. In that rare case (an
+    older state built after a newer one) a private index is built.
+    """
+    lineage = state._lineage
+    index = lineage.budget_index
+    if index.tip is state.chunks:
         return index
-    if index is None or index.tip is not cell[1]:
-        index = StateIndex()
-    index.extend_to(state.chunks)
-    cell[0] = index
-    cell[1] = None
-    return index
+    if not state._private_index:
+        private = StateIndex()
+        private.extend_to(state.chunks)
+        state._private_index.append(private)
+    return state._private_index[0]

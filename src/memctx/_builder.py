@@ -182,7 +182,10 @@ class ContextBuilder:
                 raise BuildOptionError("build", str(exc)) from None
         if not isinstance(state, MemoryState):
             raise BuildOptionError("state", f"must be a MemoryState, got {type(state).__name__}")
-        return _BuildRun(self, state, opts).run()
+        # Appending to this state's history extends shared indexes in place;
+        # hold them still while this build reads them.
+        with state._lineage.lock:
+            return _BuildRun(self, state, opts).run()
 
 
 def create_builder(

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, overload
 
 import attrs
 
+from memctx._analysis import StateIndex
 from memctx._chunk import Chunk, ChunkType
 from memctx._exceptions import ChunkNotFoundError, DuplicateChunkError, InvalidChunkError
 
@@ -21,15 +23,28 @@ def _to_chunk_tuple(chunks: Iterable[Chunk]) -> tuple[Chunk, ...]:
     return result
 
 
-def _build_index(chunks: tuple[Chunk, ...], base: dict[str, int] | None = None) -> dict[str, int]:
-    index = dict(base) if base else {}
-    start = len(index)
-    for position in range(start, len(chunks)):
-        chunk_id = chunks[position].id
-        if chunk_id in index:
-            raise DuplicateChunkError(chunk_id)
-        index[chunk_id] = position
-    return index
+class _Lineage:
+    """Indexes shared by a state and the states appended to it.
+
+    An agent's history grows by appending: each new state is its parent plus
+    a few chunks. The id map and the budget index are extended in place for
+    the newest state (``tip``) instead of being rebuilt; entries past a
+    state's own length belong to its descendants and are ignored by it. A
+    second child of the same parent (a branch) gets its own copy.
+    """
+
+    __slots__ = ("budget_index", "ids", "lock", "tip")
+
+    def __init__(self, chunks: tuple[Chunk, ...]) -> None:
+        self.lock = threading.Lock()
+        self.ids: dict[str, int] = {}
+        for position, chunk in enumerate(chunks):
+            if chunk.id in self.ids:
+                raise DuplicateChunkError(chunk.id)
+            self.ids[chunk.id] = position
+        self.budget_index = StateIndex()
+        self.budget_index.extend_to(chunks)
+        self.tip = chunks
 
 
 @attrs.frozen(eq=False)
@@ -38,18 +53,21 @@ class MemoryState:
 
     Chunk ids are unique within a state (:class:`DuplicateChunkError`
     otherwise). Two states are equal when they hold equal chunks in the same
-    order and have the same ``thread_id``.
+    order and have the same ``thread_id``. :meth:`append` is cheap: it shares
+    the parent's indexes instead of rebuilding them.
     """
 
     chunks: tuple[Chunk, ...] = attrs.field(default=(), converter=_to_chunk_tuple)
     thread_id: str | None = None
-    _index: dict[str, int] = attrs.field(init=False, repr=False, alias="_index")
-    # [StateIndex or None, the parent's chunks it may be extended from]; see _analysis.
-    _index_cell: list[Any] = attrs.field(init=False, repr=False, alias="_index_cell")
+    _lineage: _Lineage = attrs.field(init=False, repr=False, alias="_lineage")
+    # A budget index of this state alone, made only if the shared one has
+    # moved on to a descendant and this state is built again.
+    _private_index: list[StateIndex] = attrs.field(
+        init=False, repr=False, factory=list, alias="_private_index"
+    )
 
     def __attrs_post_init__(self) -> None:
-        object.__setattr__(self, "_index", _build_index(self.chunks))
-        object.__setattr__(self, "_index_cell", [None, None])
+        object.__setattr__(self, "_lineage", _Lineage(self.chunks))
 
     # -- sequence behaviour ---------------------------------------------------
 
@@ -72,9 +90,9 @@ class MemoryState:
 
     def __contains__(self, item: object) -> bool:
         if isinstance(item, Chunk):
-            position = self._index.get(item.id)
+            position = self._position(item.id)
             return position is not None and self.chunks[position] == item
-        return item in self._index
+        return isinstance(item, str) and self._position(item) is not None
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, MemoryState):
@@ -86,6 +104,12 @@ class MemoryState:
 
     # -- lookups ----------------------------------------------------------------
 
+    def _position(self, chunk_id: str) -> int | None:
+        position = self._lineage.ids.get(chunk_id)
+        if position is None or position >= len(self.chunks):
+            return None
+        return position
+
     @property
     def ids(self) -> tuple[str, ...]:
         """The chunk ids, in order."""
@@ -93,17 +117,14 @@ class MemoryState:
 
     def get(self, chunk_id: str) -> Chunk:
         """Return the chunk with ``chunk_id``; :class:`ChunkNotFoundError` if there is none."""
-        try:
-            return self.chunks[self._index[chunk_id]]
-        except KeyError:
-            raise ChunkNotFoundError(chunk_id) from None
+        return self.chunks[self.index_of(chunk_id)]
 
     def index_of(self, chunk_id: str) -> int:
         """Return the position of the chunk with ``chunk_id``."""
-        try:
-            return self._index[chunk_id]
-        except KeyError:
-            raise ChunkNotFoundError(chunk_id) from None
+        position = self._position(chunk_id)
+        if position is None:
+            raise ChunkNotFoundError(chunk_id)
+        return position
 
     def of_type(self, *types: ChunkType | str) -> tuple[Chunk, ...]:
         """Return the chunks of any of ``types``, in order."""
@@ -117,15 +138,34 @@ class MemoryState:
         return self.extend(chunks)
 
     def extend(self, chunks: Iterable[Chunk]) -> MemoryState:
-        """Return a new state with ``chunks`` added at the end."""
+        """Return a new state with ``chunks`` added at the end.
+
+        Raises :class:`DuplicateChunkError` (and changes nothing) when an id
+        is already in the state or repeated among ``chunks``.
+        """
         added = _to_chunk_tuple(chunks)
-        new = object.__new__(MemoryState)
+        seen: set[str] = set()
+        for chunk in added:
+            if chunk.id in seen or self._position(chunk.id) is not None:
+                raise DuplicateChunkError(chunk.id)
+            seen.add(chunk.id)
         combined = self.chunks + added
+        new = object.__new__(MemoryState)
         object.__setattr__(new, "chunks", combined)
         object.__setattr__(new, "thread_id", self.thread_id)
-        object.__setattr__(new, "_index", _build_index(combined, self._index))
-        # Share the budget index: the new state extends it with its own chunks.
-        object.__setattr__(new, "_index_cell", [self._index_cell[0], self.chunks])
+        object.__setattr__(new, "_private_index", [])
+        lineage = self._lineage
+        with lineage.lock:
+            if lineage.tip is self.chunks:
+                start = len(self.chunks)
+                for offset, chunk in enumerate(added):
+                    lineage.ids[chunk.id] = start + offset
+                lineage.budget_index.extend_to(combined)
+                lineage.tip = combined
+                object.__setattr__(new, "_lineage", lineage)
+                return new
+        # This state already has a descendant: the new one branches off.
+        object.__setattr__(new, "_lineage", _Lineage(combined))
         return new
 
     def filter(self, predicate: Callable[[Chunk], bool]) -> MemoryState:
@@ -142,5 +182,5 @@ class MemoryState:
     def __setstate__(self, state: dict[str, Any]) -> None:
         object.__setattr__(self, "chunks", state["chunks"])
         object.__setattr__(self, "thread_id", state["thread_id"])
-        object.__setattr__(self, "_index", _build_index(state["chunks"]))
-        object.__setattr__(self, "_index_cell", [None, None])
+        object.__setattr__(self, "_lineage", _Lineage(state["chunks"]))
+        object.__setattr__(self, "_private_index", [])
