@@ -41,6 +41,8 @@ class CostModel:
 
     role: Callable[[int], Role]
     measure: Callable[[int], int]
+    measure_within: Callable[[int, int], int | None]
+    """``measure(p)`` if it is at most the given limit, else None (maybe without a full count)."""
     overhead: dict[str, int]
     system_base: int
     """Tokens of the system message before any chunk: its overhead and the system prompt."""
@@ -117,13 +119,23 @@ def select_recent(
         cost = 0
         block_head = head_role
         block_system = has_system
+        overflow = False
+        block_measured: list[int] = []
         for p in block:
             if p in pinned:
                 if costs.role(p) != "system":
                     block_head = costs.role(p)
                 continue
             role = costs.role(p)
-            cost += costs.measure(p)
+            if budget is not None:
+                tokens = costs.measure_within(p, budget - used - cost)
+                if tokens is None:
+                    overflow = True
+                    break
+                block_measured.append(p)
+                cost += tokens
+            else:
+                cost += costs.measure(p)
             if role == "system":
                 if not block_system:
                     cost += costs.system_base
@@ -133,8 +145,8 @@ def select_recent(
             prev_role = costs.role(pinned_body[below]) if below >= 0 else None
             cost += overhead_delta(overhead, prev_role, block_head, role)
             block_head = role
-        if budget is not None and used + cost > budget:
-            measured.extend(p for p in block if p not in pinned)
+        if overflow or (budget is not None and used + cost > budget):
+            measured.extend(block_measured)
             return Selection(sorted(body), sorted(system), used, measured, cut=block[-1])
         used += cost
         head_role = block_head

@@ -14,10 +14,30 @@ from memctx._rendering import ChunkRenderer, RendererRegistry
 from memctx._result import ContextBuildResult, ContextMessage, Exclusion, ExclusionReason
 from memctx._state import MemoryState
 from memctx._tokens import EstimatingTokenizer, TiktokenTokenizer, Tokenizer
-from memctx.xml import count_forbidden, sanitize
+from memctx.xml import SafeXml, count_forbidden, sanitize
 
 SEPARATOR: Final = "\n"
 """Written after every chunk's XML (and after the system prompt) in a message."""
+
+PREFIX_CHARS_PER_TOKEN: Final = 5
+"""How many characters per token of budget a too-big chunk's probe prefix gets."""
+
+
+def safe_split_point(text: str, start: int) -> int | None:
+    """The first index ``>= start`` just after a newline that is followed by a
+    character other than whitespace and ``/``, or None.
+
+    tiktoken's pre-tokenizers (cl100k_base, o200k_base) always split there:
+    no pre-token runs from a newline into such a character. So the tokens of
+    ``text`` are the tokens of ``text[:i]`` followed by those of ``text[i:]``.
+    """
+    index = text.find("\n", start)
+    while index != -1 and index + 1 < len(text):
+        following = text[index + 1]
+        if not following.isspace() and following != "/":
+            return index + 1
+        index = text.find("\n", index + 1)
+    return None
 
 
 class Rendered:
@@ -34,25 +54,6 @@ class Rendered:
         # newline before it into one pre-token (see the README, "Exactness").
         first = segment[:1]
         self.safe_start = bool(first) and not first.isspace() and first != "/"
-
-
-def _forbidden_in_chunk(chunk: Chunk) -> int:
-    found = count_forbidden(chunk.text) + count_forbidden(chunk.id)
-    for name in (
-        "tool",
-        "skill",
-        "call_id",
-        "status",
-        "subagent_id",
-        "agent_type",
-        "parent_agent_id",
-        "reason",
-        "terminated_by",
-    ):
-        value = getattr(chunk.metadata, name)
-        if value:
-            found += count_forbidden(value)
-    return found
 
 
 class _ChainKey:
@@ -111,11 +112,12 @@ class ContextBuilder:
         found: Rendered | None = memo.get(key)
         if found is None:
             role, xml = self.registry.render(chunk)
-            replaced = _forbidden_in_chunk(chunk)
-            leftover = count_forbidden(xml)  # a renderer that did not use render_element
-            if leftover:
-                xml = sanitize(xml)
-                replaced = max(replaced, leftover)
+            if type(xml) is SafeXml:
+                replaced = xml.replaced
+            else:  # a renderer that did not use render_element: check its output
+                replaced = count_forbidden(xml)
+                if replaced:
+                    xml = sanitize(xml)
             found = Rendered(role, xml + SEPARATOR, replaced)
             memo[key] = found
         return found
@@ -230,6 +232,27 @@ class _BuildRun:
     def measure(self, position: int) -> int:
         return self.builder.tokens(self.chunks[position], self.tokenizer)
 
+    def measure_within(self, position: int, limit: int) -> int | None:
+        """The tokens of ``position`` if at most ``limit``; None if it cannot fit.
+
+        A long chunk that clearly cannot fit is not encoded whole: a prefix
+        cut where tiktoken's pre-tokenizer must split has at most as many
+        tokens as the whole, so a prefix already over ``limit`` proves it.
+        """
+        if limit <= 0:
+            return None
+        chunk = self.chunks[position]
+        known = self.builder.cached_tokens(chunk, self.tokenizer)
+        if known is None and isinstance(self.tokenizer, TiktokenTokenizer):
+            segment = self.rendered(position).segment
+            probe = PREFIX_CHARS_PER_TOKEN * (limit + 1)
+            if len(segment) > 2 * probe:
+                cut = safe_split_point(segment, probe)
+                if cut is not None and self.tokenizer.count(segment[:cut]) > limit:
+                    return None
+        tokens = known if known is not None else self.measure(position)
+        return tokens if tokens <= limit else None
+
     def filter_reason(self, chunk: Chunk) -> ExclusionReason | None:
         ctype = chunk.type
         if ctype in self.excluded_types:
@@ -332,6 +355,7 @@ class _BuildRun:
         return CostModel(
             role=self.role,
             measure=self.measure,
+            measure_within=self.measure_within,
             overhead=overhead,
             system_base=overhead["system"] + self.prompt_tokens,
             has_system_prompt=bool(prompt),

@@ -28,6 +28,7 @@ from lxml import etree
 __all__ = [
     "FORBIDDEN_XML_CHARS",
     "REPLACEMENT_CHARACTER",
+    "SafeXml",
     "count_forbidden",
     "parse_element",
     "render_element",
@@ -56,28 +57,67 @@ def count_forbidden(text: str) -> int:
     return len(FORBIDDEN_XML_CHARS.findall(text))
 
 
+class SafeXml(str):
+    """Text returned by :func:`render_element`: well-formed, no forbidden characters.
+
+    ``replaced`` is how many XML-forbidden characters were replaced by
+    U+FFFD to make it so. A build trusts this type and does not re-check it.
+    """
+
+    replaced: int
+
+
 def _attribute_text(value: str | int | bool) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
-    return sanitize(value)
+    return value
 
 
-def render_element(tag: str, attributes: Iterable[tuple[str, AttributeValue]], content: str) -> str:
+def _build(
+    tag: str, attributes: list[tuple[str, str | int | bool]], content: str, clean: bool
+) -> tuple[str, int]:
+    element = etree.Element(tag)
+    replaced = 0
+    for name, value in attributes:
+        text = _attribute_text(value)
+        if clean:
+            found = count_forbidden(text)
+            if found:
+                replaced += found
+                text = sanitize(text)
+        element.set(name, text)
+    if clean:
+        found = count_forbidden(content)
+        if found:
+            replaced += found
+            content = sanitize(content)
+    element.text = "\n" + content + "\n"
+    return etree.tostring(element, encoding="unicode"), replaced
+
+
+def render_element(
+    tag: str, attributes: Iterable[tuple[str, AttributeValue]], content: str
+) -> SafeXml:
     """Render one element: ``<tag a="1" ...>``, newline, ``content``, newline, ``</tag>``.
 
     Attributes keep the given order; those whose value is ``None`` are left
     out; booleans are written ``true``/``false``. ``tag`` and the attribute
     names must be valid XML names (``ValueError`` otherwise: they come from
-    code, not from data).
+    code, not from data). Forbidden characters in values are replaced (see
+    the module docstring); the result tells how many in ``.replaced``.
     """
-    element = etree.Element(tag)
-    for name, value in attributes:
-        if value is not None:
-            element.set(name, _attribute_text(value))
-    element.text = "\n" + sanitize(content) + "\n"
-    return etree.tostring(element, encoding="unicode")
+    present = [(name, value) for name, value in attributes if value is not None]
+    try:
+        # lxml refuses every character XML forbids, so the common case (none)
+        # needs no scan of our own.
+        xml, replaced = _build(tag, present, content, clean=False)
+    except ValueError:
+        xml, replaced = _build(tag, present, content, clean=True)
+    safe = SafeXml(xml)
+    safe.replaced = replaced
+    return safe
 
 
 _STRICT_PARSER: Final = etree.XMLParser(
