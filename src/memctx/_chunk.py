@@ -11,7 +11,7 @@ from typing import Any, Final, Literal, TypeAlias, get_args
 import attrs
 
 from memctx._exceptions import InvalidChunkError
-from memctx._json import FrozenDict, freeze_json
+from memctx._json import FrozenDict, NotJSONError, freeze_json
 
 Role: TypeAlias = Literal["system", "user", "assistant"]
 """A chat role, as chat-completion APIs name them."""
@@ -64,6 +64,11 @@ def _validate_optional_bool(
         raise InvalidChunkError(f"metadata.{attribute.name}", f"must be a bool, got {value!r}")
 
 
+def _validate_bool(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, bool):
+        raise InvalidChunkError(f"metadata.{attribute.name}", f"must be a bool, got {value!r}")
+
+
 def _validate_optional_int(
     instance: object, attribute: attrs.Attribute[Any], value: object
 ) -> None:
@@ -80,8 +85,8 @@ def _freeze_custom(value: object) -> FrozenDict:
         raise InvalidChunkError("metadata.custom", f"must be a mapping, got {type(value).__name__}")
     try:
         frozen = freeze_json(value, "metadata.custom")
-    except (TypeError, ValueError) as exc:
-        raise InvalidChunkError("metadata.custom", str(exc).split(": ", 1)[-1]) from None
+    except NotJSONError as exc:
+        raise InvalidChunkError(exc.path, exc.message) from None
     assert isinstance(frozen, FrozenDict)
     return frozen
 
@@ -107,7 +112,7 @@ class ChunkMetadata:
     terminated_by: str | None = attrs.field(default=None, validator=_validate_metadata_str)
     original_count: int | None = attrs.field(default=None, validator=_validate_optional_int)
     compacted_at: int | None = attrs.field(default=None, validator=_validate_optional_int)
-    pinned: bool = attrs.field(default=False, validator=_validate_optional_bool)
+    pinned: bool = attrs.field(default=False, validator=_validate_bool)
     custom: FrozenDict = attrs.field(factory=FrozenDict, converter=_freeze_custom)
 
     def to_dict(self) -> dict[str, Any]:
@@ -146,8 +151,8 @@ def _convert_type(value: object) -> ChunkType:
 def _freeze_content(value: object) -> Any:
     try:
         return freeze_json(value, "content")
-    except (TypeError, ValueError) as exc:
-        raise InvalidChunkError("content", str(exc).split(": ", 1)[-1]) from None
+    except NotJSONError as exc:
+        raise InvalidChunkError(exc.path, exc.message) from None
 
 
 def _validate_id(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -156,7 +161,7 @@ def _validate_id(instance: object, attribute: attrs.Attribute[Any], value: objec
 
 
 def _validate_role(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and value not in ROLES:
+    if value is not None and (not isinstance(value, str) or value not in ROLES):
         raise InvalidChunkError("role", f"unknown role {value!r}; expected one of {sorted(ROLES)}")
 
 

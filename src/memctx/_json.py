@@ -54,8 +54,17 @@ class FrozenDict(dict[str, Any]):
         return (FrozenDict, (dict(self),))
 
 
+class NotJSONError(ValueError):
+    """``value`` at ``path`` (``content.args[2]``) is not a JSON value."""
+
+    def __init__(self, path: str, message: str) -> None:
+        self.path = path
+        self.message = message
+        super().__init__(f"{path}: {message}")
+
+
 def freeze_json(value: object, path: str) -> Any:
-    """Return ``value`` as an immutable JSON value, or raise ``TypeError``/``ValueError``.
+    """Return ``value`` as an immutable JSON value, or raise :class:`NotJSONError`.
 
     ``path`` names the value in error messages (``content.args[2]``).
     """
@@ -63,7 +72,7 @@ def freeze_json(value: object, path: str) -> Any:
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise ValueError(f"{path}: {value!r} is not a JSON number")
+            raise NotJSONError(path, f"{value!r} is not a JSON number")
         return value
     if isinstance(value, FrozenDict):
         return value
@@ -71,12 +80,12 @@ def freeze_json(value: object, path: str) -> Any:
         items: dict[str, Any] = {}
         for key, item in value.items():
             if not isinstance(key, str):
-                raise TypeError(f"{path}: object keys must be strings, got {type(key).__name__}")
+                raise NotJSONError(path, f"object keys must be strings, got {type(key).__name__}")
             items[key] = freeze_json(item, f"{path}.{key}")
         return FrozenDict(items)
     if isinstance(value, list | tuple):
         return tuple(freeze_json(item, f"{path}[{i}]") for i, item in enumerate(value))
-    raise TypeError(f"{path}: {type(value).__name__} is not a JSON value")
+    raise NotJSONError(path, f"{type(value).__name__} is not a JSON value")
 
 
 def thaw_json(value: Any) -> Any:

@@ -117,7 +117,13 @@ class RendererRegistry:
     def resolve(self, chunk: Chunk) -> ChunkRenderer:
         """Return the first renderer that claims ``chunk``."""
         for renderer in self._chain:
-            if renderer.can_render(chunk):
+            try:
+                claims = renderer.can_render(chunk)
+            except Exception as exc:
+                raise RendererError(
+                    f"{type(renderer).__name__}.can_render failed on chunk {chunk.id!r}: {exc}"
+                ) from exc
+            if claims:
                 return renderer
         raise RendererError(f"no renderer claims chunk {chunk.id!r}")  # pragma: no cover
 

@@ -23,6 +23,11 @@ def _to_chunk_tuple(chunks: Iterable[Chunk]) -> tuple[Chunk, ...]:
     return result
 
 
+def _validate_thread_id(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and (not isinstance(value, str) or not value):
+        raise InvalidChunkError("thread_id", f"must be a non-empty string or None, got {value!r}")
+
+
 class _Lineage:
     """Indexes shared by a state and the states appended to it.
 
@@ -58,7 +63,7 @@ class MemoryState:
     """
 
     chunks: tuple[Chunk, ...] = attrs.field(default=(), converter=_to_chunk_tuple)
-    thread_id: str | None = None
+    thread_id: str | None = attrs.field(default=None, validator=_validate_thread_id)
     _lineage: _Lineage = attrs.field(init=False, repr=False, alias="_lineage")
     # A budget index of this state alone, made only if the shared one has
     # moved on to a descendant and this state is built again.

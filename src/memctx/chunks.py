@@ -54,6 +54,22 @@ def _text(field: str, value: object) -> str:
     return value
 
 
+def _name(field: str, value: object) -> str:
+    """A required name (tool, skill, sub-agent id, ...): a non-empty string."""
+    if not isinstance(value, str) or not value:
+        raise InvalidChunkError(field, f"must be a non-empty string, got {value!r}")
+    return value
+
+
+def _flag(field: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidChunkError(field, f"must be a bool, got {value!r}")
+    return value
+
+
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
+
+
 def _make(
     type_: ChunkType,
     content: Any,
@@ -195,7 +211,7 @@ def tool_call(
         custom=custom,
         created_at=created_at,
         action="tool_call",
-        tool=tool,
+        tool=_name("tool", tool),
         call_id=call_id,
         status=status,
     )
@@ -223,7 +239,7 @@ def skill_call(
         custom=custom,
         created_at=created_at,
         action="skill_call",
-        skill=skill,
+        skill=_name("skill", skill),
         call_id=call_id,
         status=status,
     )
@@ -250,8 +266,8 @@ def spawn_subagent(
         custom=custom,
         created_at=created_at,
         action="spawn_subagent",
-        subagent_id=subagent_id,
-        agent_type=agent_type,
+        subagent_id=_name("subagent_id", subagent_id),
+        agent_type=_name("agent_type", agent_type),
     )
 
 
@@ -275,7 +291,7 @@ def message_to_subagent(
         custom=custom,
         created_at=created_at,
         action="message_to_subagent",
-        subagent_id=subagent_id,
+        subagent_id=_name("subagent_id", subagent_id),
     )
 
 
@@ -300,8 +316,8 @@ def subagent_result(
         custom=custom,
         created_at=created_at,
         action="subagent_result",
-        subagent_id=subagent_id,
-        success=success,
+        subagent_id=_name("subagent_id", subagent_id),
+        success=_flag("success", success),
     )
 
 
@@ -325,7 +341,7 @@ def parent_agent_message(
         custom=custom,
         created_at=created_at,
         action="parent_agent_message",
-        parent_agent_id=parent_agent_id,
+        parent_agent_id=_name("parent_agent_id", parent_agent_id),
     )
 
 
@@ -351,9 +367,9 @@ def tool_result(
         custom=custom,
         created_at=created_at,
         action="tool_result",
-        tool=tool,
+        tool=_name("tool", tool),
         call_id=call_id,
-        success=success,
+        success=_flag("success", success),
     )
 
 
@@ -378,7 +394,7 @@ def tool_error(
         custom=custom,
         created_at=created_at,
         action="tool_result",
-        tool=tool,
+        tool=_name("tool", tool),
         call_id=call_id,
         success=False,
         error=True,
@@ -407,9 +423,9 @@ def skill_result(
         custom=custom,
         created_at=created_at,
         action="skill_result",
-        skill=skill,
+        skill=_name("skill", skill),
         call_id=call_id,
-        success=success,
+        success=_flag("success", success),
     )
 
 
@@ -432,7 +448,7 @@ def progress_summary(
     if isinstance(compacted_at, _dt.datetime):
         if compacted_at.tzinfo is None:
             raise InvalidChunkError("compacted_at", "datetime must be timezone-aware")
-        compacted_at = int(compacted_at.timestamp() * 1000)
+        compacted_at = (compacted_at - _EPOCH) // _dt.timedelta(milliseconds=1)
     return _make(
         ChunkType.WORKING_FLOW,
         _text("text", text),
@@ -585,7 +601,7 @@ def task_terminated(
         custom=custom,
         created_at=created_at,
         action="task_terminated",
-        terminated_by=terminated_by,
+        terminated_by=_name("terminated_by", terminated_by),
     )
 
 

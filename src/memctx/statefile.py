@@ -32,6 +32,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import re
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -94,7 +95,9 @@ def chunk_from_dict(data: object, index: int | None = None) -> Chunk:
     for required in ("id", "type", "content"):
         if required not in data:
             raise StateFileError("missing required field", index=index, field=required)
-    metadata = data.get("metadata") or {}
+    metadata = data.get("metadata")
+    if metadata is None:
+        metadata = {}
     if not isinstance(metadata, Mapping):
         raise StateFileError(
             f"must be an object, got {_json_type(metadata)}", index=index, field="metadata"
@@ -117,7 +120,7 @@ def chunk_from_dict(data: object, index: int | None = None) -> Chunk:
             raise StateFileError(
                 f"not an ISO 8601 datetime: {created_at!r}", index=index, field="created_at"
             ) from None
-    if "priority" in data:
+    if data.get("priority") is not None:
         kwargs["priority"] = data["priority"]
     try:
         meta = ChunkMetadata(**metadata)
@@ -151,7 +154,7 @@ def state_from_dict(data: object) -> MemoryState:
     if "version" not in data:
         raise StateFileError("missing required field", field="version")
     version = data["version"]
-    if version != FORMAT_VERSION or isinstance(version, bool):
+    if type(version) is not int or version != FORMAT_VERSION:
         raise UnsupportedVersionError(
             f"unsupported state format version {version!r}; this memctx reads version "
             f"{FORMAT_VERSION}",
@@ -179,8 +182,23 @@ def state_from_dict(data: object) -> MemoryState:
 
 
 def dumps_state(state: MemoryState, *, indent: int | None = 2) -> str:
-    """Serialise ``state`` to JSON text (non-ASCII kept as is)."""
-    return json.dumps(state_to_dict(state), ensure_ascii=False, indent=indent)
+    """Serialise ``state`` to JSON text (non-ASCII kept as is).
+
+    Lone surrogates (which chunks may hold, and which UTF-8 cannot encode)
+    are written as ``\\uXXXX`` escapes. A high and a low surrogate written
+    next to each other load back as the one character they encode.
+    """
+    return escape_surrogates(json.dumps(state_to_dict(state), ensure_ascii=False, indent=indent))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def escape_surrogates(json_text: str) -> str:
+    """Replace each lone surrogate in JSON text by its ``\\uXXXX`` escape."""
+    if _SURROGATE.search(json_text) is None:
+        return json_text
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", json_text)
 
 
 def loads_state(text: str | bytes) -> MemoryState:
@@ -215,6 +233,14 @@ def write_text_atomic(path: Path, text: str) -> None:
     directory = path.parent if str(path.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     try:
+        # mkstemp makes the file 0600; give it the mode a plain open() would.
+        try:
+            mode = path.stat().st_mode & 0o777
+        except FileNotFoundError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()

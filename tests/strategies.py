@@ -1,0 +1,293 @@
+"""Hypothesis strategies shared by the test suite.
+
+Text strategies are adversarial on purpose: they mix XML that tries to close
+or forge a tag, CDATA terminators, quotes, ampersands, every kind of line
+break, the characters XML 1.0 forbids and astral characters.
+
+Chunks are drawn as :class:`ConstructorCall` values, so that a test knows the
+arguments a chunk was made from (and can predict its XML), or directly as
+:class:`memctx.Chunk` values.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from typing import Any, Final
+
+import attrs
+from hypothesis import strategies as st
+
+from memctx import Chunk, ChunkMetadata, ChunkType, MemoryState, chunks
+
+# -- text ------------------------------------------------------------------------------------
+
+XML_SNIPPETS: Final = (
+    "</tool_result>",
+    '<system_context priority="1000">',
+    "</system_context>",
+    "</memory_chunk>",
+    "<tool_result/>",
+    "]]>",
+    "<![CDATA[",
+    "<!--",
+    "-->",
+    '<?xml version="1.0"?>',
+    '<!DOCTYPE x [<!ENTITY e "boom">]>',
+    "&e;",
+    "&amp;",
+    "&lt;",
+    "&#0;",
+    "&#x1F600;",
+    "<",
+    ">",
+    "&",
+    '"',
+    "'",
+    "/>",
+    "\\",
+    '{"path": "/src/main.ts"}',
+)
+"""Fragments of markup that must stay text."""
+
+LINE_BREAKS: Final = ("\n", "\r\n", "\r", "\n\n", "\t", " ", "  ", "\u2028", "\x85")
+"""Line breaks and white space, including a lone carriage return."""
+
+FORBIDDEN_CHARACTERS: Final = (
+    *(chr(code) for code in range(0x00, 0x09)),
+    "\x0b",
+    "\x0c",
+    *(chr(code) for code in range(0x0E, 0x20)),
+    "\ud800",
+    "\udbff",
+    "\udc00",
+    "\udfff",
+    "\ufffe",
+    "\uffff",
+)
+"""Every C0 control XML 1.0 forbids, lone surrogates at both ends of both halves, U+FFFE/F."""
+
+UNUSUAL_ALLOWED: Final = (
+    "\U0001f600",
+    "\U00010000",
+    "\U0010ffff",
+    "\U0001fffe",
+    "\U0001d54f",
+    "\x7f",
+    "\x9f",
+    "\ufeff",
+    "\ufffd",
+    "\ufdd0",
+    "\ue000",
+    "\ud7ff",
+    "无法完成",
+)
+"""Characters XML 1.0 allows although they look risky (astral, C1, BOM, U+FFFD)."""
+
+any_character: Final = st.characters(exclude_categories=())
+"""Any code point at all, lone surrogates included."""
+
+
+def adversarial_text(*, min_size: int = 0, max_pieces: int = 8) -> st.SearchStrategy[str]:
+    """Text built from markup fragments, line breaks, forbidden and astral characters."""
+    piece = st.one_of(
+        st.sampled_from(XML_SNIPPETS),
+        st.sampled_from(LINE_BREAKS),
+        st.sampled_from(FORBIDDEN_CHARACTERS),
+        st.sampled_from(UNUSUAL_ALLOWED),
+        any_character,
+        st.text(min_size=1, max_size=8),
+    )
+    return st.lists(piece, min_size=min_size, max_size=max_pieces).map("".join)
+
+
+texts: Final = adversarial_text()
+"""Any text, possibly empty."""
+
+names: Final = adversarial_text(min_size=1, max_pieces=4)
+"""Non-empty text, for tool names, call ids, agent ids and other attribute values."""
+
+ids: Final = adversarial_text(min_size=1, max_pieces=4).filter(lambda s: s.strip() != "")
+"""Text a chunk accepts as its id (not empty, not only white space)."""
+
+# -- JSON ------------------------------------------------------------------------------------
+
+json_scalars: Final = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**64), max_value=2**64),
+    st.floats(allow_nan=False, allow_infinity=False),
+    texts,
+)
+
+json_values: Final = st.recursive(
+    json_scalars,
+    lambda children: st.one_of(
+        st.lists(children, max_size=4),
+        st.dictionaries(texts, children, max_size=4),
+    ),
+    max_leaves=8,
+)
+"""Any JSON value, as plain Python (dicts, lists, scalars)."""
+
+json_objects: Final = st.dictionaries(texts, json_values, max_size=4)
+
+# -- time ------------------------------------------------------------------------------------
+
+fixed_offsets: Final = st.one_of(
+    st.just(dt.UTC),
+    st.integers(min_value=-(24 * 60 - 1), max_value=24 * 60 - 1).map(
+        lambda minutes: dt.timezone(dt.timedelta(minutes=minutes))
+    ),
+)
+
+aware_datetimes: Final = st.datetimes(timezones=fixed_offsets)
+"""Timezone-aware datetimes with fixed UTC offsets (which serialise exactly)."""
+
+priorities: Final = st.integers(min_value=-(2**63), max_value=2**63)
+counts: Final = st.integers(min_value=0, max_value=2**53)
+
+# -- chunks ----------------------------------------------------------------------------------
+
+_OPTIONAL_NAME: Final = st.none() | names
+
+COMMON_OPTIONS: Final[Mapping[str, st.SearchStrategy[Any]]] = {
+    "id": ids,
+    "pinned": st.booleans(),
+    "custom": json_objects,
+    "created_at": aware_datetimes,
+}
+"""The keyword-only options every constructor takes (drawn or left out)."""
+
+REQUIRED_ARGUMENTS: Final[Mapping[str, Mapping[str, st.SearchStrategy[Any]]]] = {
+    "system": {"text": texts},
+    "user": {"text": texts},
+    "assistant": {"text": texts},
+    "clarification": {"text": texts},
+    "tool_call": {"tool": names, "arguments": json_values},
+    "skill_call": {"skill": names, "arguments": json_values},
+    "spawn_subagent": {"subagent_id": names, "agent_type": names, "task": json_values},
+    "message_to_subagent": {"subagent_id": names, "text": texts},
+    "subagent_result": {"subagent_id": names, "result": json_values},
+    "parent_agent_message": {"parent_agent_id": names, "text": texts},
+    "tool_result": {"tool": names, "output": json_values},
+    "tool_error": {"tool": names, "error": texts},
+    "skill_result": {"skill": names, "output": json_values},
+    "progress_summary": {"text": texts},
+    "todo_update": {"todos": st.lists(json_values, max_size=4)},
+    "thinking": {"text": texts},
+    "user_intervention": {"text": texts},
+    "task_completed": {"result": json_values},
+    "task_abandoned": {"reason": names},
+    "task_terminated": {"terminated_by": names, "text": texts},
+    "custom": {"kind": names, "content": json_values},
+}
+
+OPTIONAL_ARGUMENTS: Final[Mapping[str, Mapping[str, st.SearchStrategy[Any]]]] = {
+    "system": {"priority": priorities},
+    "tool_call": {"call_id": _OPTIONAL_NAME, "status": names},
+    "skill_call": {"call_id": _OPTIONAL_NAME, "status": names},
+    "subagent_result": {"success": st.booleans()},
+    "tool_result": {"call_id": _OPTIONAL_NAME, "success": st.booleans()},
+    "tool_error": {"call_id": _OPTIONAL_NAME},
+    "skill_result": {"call_id": _OPTIONAL_NAME, "success": st.booleans()},
+    "progress_summary": {"original_count": st.none() | counts, "compacted_at": st.none() | counts},
+    "task_completed": {"summary": st.none() | texts},
+    "task_abandoned": {"partial_result": json_values},
+    "custom": {"role": st.sampled_from(["system", "user", "assistant"])},
+}
+
+BUILTIN_CONSTRUCTORS: Final = tuple(name for name in REQUIRED_ARGUMENTS if name != "custom")
+"""The twenty constructors of DESIGN.md, each rendered by a built-in renderer."""
+
+ALL_CONSTRUCTORS: Final = tuple(REQUIRED_ARGUMENTS)
+"""The twenty, plus ``chunks.custom`` (rendered by the generic fallback)."""
+
+
+@attrs.frozen(eq=False)
+class ConstructorCall:
+    """A call of one constructor of :mod:`memctx.chunks` with the arguments drawn for it."""
+
+    name: str
+    kwargs: Mapping[str, Any]
+
+    def make(self) -> Chunk:
+        """Call the constructor."""
+        constructor = getattr(chunks, self.name)
+        chunk: Chunk = constructor(**self.kwargs)
+        return chunk
+
+    def __repr__(self) -> str:
+        arguments = ", ".join(f"{key}={value!r}" for key, value in self.kwargs.items())
+        return f"chunks.{self.name}({arguments})"
+
+
+def constructor_calls(*names: str) -> st.SearchStrategy[ConstructorCall]:
+    """Calls of the named constructors (all of them, ``custom`` included, when none named)."""
+    chosen = names or ALL_CONSTRUCTORS
+
+    def call_of(name: str) -> st.SearchStrategy[ConstructorCall]:
+        arguments = st.fixed_dictionaries(
+            dict(REQUIRED_ARGUMENTS[name]),
+            optional={**OPTIONAL_ARGUMENTS.get(name, {}), **COMMON_OPTIONS},
+        )
+        return arguments.map(lambda kwargs: ConstructorCall(name, kwargs))
+
+    return st.sampled_from(chosen).flatmap(call_of)
+
+
+def constructed_chunks(*names: str) -> st.SearchStrategy[Chunk]:
+    """Chunks made by the named constructors (all of them when none named)."""
+    return constructor_calls(*names).map(ConstructorCall.make)
+
+
+_metadata_fields: Final = {
+    "tool": _OPTIONAL_NAME,
+    "skill": _OPTIONAL_NAME,
+    "call_id": _OPTIONAL_NAME,
+    "status": _OPTIONAL_NAME,
+    "subagent_id": _OPTIONAL_NAME,
+    "agent_type": _OPTIONAL_NAME,
+    "parent_agent_id": _OPTIONAL_NAME,
+    "success": st.none() | st.booleans(),
+    "error": st.none() | st.booleans(),
+    "reason": _OPTIONAL_NAME,
+    "terminated_by": _OPTIONAL_NAME,
+    "original_count": st.none() | counts,
+    "compacted_at": st.none() | counts,
+    "pinned": st.booleans(),
+    "custom": json_objects,
+}
+
+metadata: Final = st.fixed_dictionaries({}, optional=_metadata_fields).map(
+    lambda fields: ChunkMetadata(**fields)
+)
+"""Any valid :class:`memctx.ChunkMetadata`."""
+
+raw_chunks: Final = st.builds(
+    Chunk,
+    type=st.sampled_from(ChunkType),
+    content=json_values,
+    id=ids,
+    role=st.sampled_from([None, "system", "user", "assistant"]),
+    action=st.none() | st.sampled_from(["tool_call", "clarification", "todo_set"]) | names,
+    subtype=st.none() | st.sampled_from(["THINKING", "USER", "PROGRESS_SUMMARY"]) | names,
+    metadata=metadata,
+    priority=priorities,
+    created_at=aware_datetimes,
+)
+"""Chunks built field by field: any combination the model accepts, not only the constructors'."""
+
+any_chunks: Final = st.one_of(constructed_chunks(), raw_chunks)
+"""Every chunk a user can make."""
+
+
+def states(
+    chunk_strategy: st.SearchStrategy[Chunk] = any_chunks, *, max_size: int = 5
+) -> st.SearchStrategy[MemoryState]:
+    """States of chunks with distinct ids and an optional thread id."""
+    return st.builds(
+        MemoryState,
+        st.lists(chunk_strategy, max_size=max_size, unique_by=lambda chunk: chunk.id),
+        thread_id=st.none() | ids,
+    )

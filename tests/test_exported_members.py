@@ -1,0 +1,132 @@
+"""The public surface: what ``import memctx`` offers is exactly what ``__all__`` declares."""
+
+from __future__ import annotations
+
+import inspect
+import types
+
+import pytest
+
+import memctx
+from memctx import chunks, statefile, xml
+
+DESIGN_MD_NAMES = {
+    "Chunk",
+    "ChunkType",
+    "MemoryState",
+    "ContextBuilder",
+    "create_builder",
+    "BuildOptions",
+    "ContextBuildResult",
+    "ContextMessage",
+    "ChunkRenderer",
+    "RendererRegistry",
+    "Tokenizer",
+    "create_tokenizer",
+}
+
+DESIGN_MD_CONSTRUCTORS = {
+    "system", "user", "assistant", "clarification", "tool_call", "skill_call",
+    "spawn_subagent", "message_to_subagent", "subagent_result", "parent_agent_message",
+    "tool_result", "tool_error", "skill_result", "progress_summary", "todo_update", "thinking",
+    "user_intervention", "task_completed", "task_abandoned", "task_terminated",
+}  # fmt: skip
+
+
+def is_public_submodule(name: str, value: object) -> bool:
+    return isinstance(value, types.ModuleType) and value.__name__ == f"memctx.{name}"
+
+
+class TestAll:
+    def test_is_sorted_without_duplicates(self) -> None:
+        assert memctx.__all__ == sorted(set(memctx.__all__))
+
+    def test_every_name_exists(self) -> None:
+        missing = [name for name in memctx.__all__ if not hasattr(memctx, name)]
+
+        assert missing == []
+
+    def test_holds_no_private_name(self) -> None:
+        assert [name for name in memctx.__all__ if name.startswith("_")] == []
+
+    def test_holds_the_public_names_of_design_md(self) -> None:
+        assert set(memctx.__all__) >= DESIGN_MD_NAMES
+
+    def test_star_import_gives_exactly_all(self) -> None:
+        namespace: dict[str, object] = {}
+        exec("from memctx import *", namespace)
+
+        assert sorted(set(namespace) - {"__builtins__"}) == memctx.__all__
+
+
+class TestNoLeaks:
+    """Names that are not identifiers (pytest's assertion rewriting adds ``@py_builtins``) are
+    ignored: no user can reach them with attribute access."""
+
+    def test_every_public_attribute_is_exported_or_a_public_submodule(self) -> None:
+        """A name a user can reach without an underscore is a promise; it must be declared."""
+        undeclared = [
+            name
+            for name, value in vars(memctx).items()
+            if name.isidentifier()
+            and not name.startswith("_")
+            and name not in memctx.__all__
+            and not is_public_submodule(name, value)
+        ]
+
+        assert undeclared == []
+
+    def test_no_private_module_is_reachable_under_a_public_name(self) -> None:
+        leaked = [
+            name
+            for name, value in vars(memctx).items()
+            if name.isidentifier()
+            and not name.startswith("_")
+            and isinstance(value, types.ModuleType)
+            and any(part.startswith("_") for part in value.__name__.split("."))
+        ]
+
+        assert leaked == []
+
+    def test_exported_objects_come_from_memctx(self) -> None:
+        """Re-exports of other libraries' objects would tie our API to theirs."""
+        foreign = [
+            name
+            for name in memctx.__all__
+            if (inspect.isclass(obj := getattr(memctx, name)) or inspect.isfunction(obj))
+            and not obj.__module__.startswith("memctx")
+        ]
+
+        assert foreign == []
+
+    def test_every_exported_exception_is_a_memctx_error(self) -> None:
+        errors = [
+            getattr(memctx, name)
+            for name in memctx.__all__
+            if inspect.isclass(getattr(memctx, name))
+            and issubclass(getattr(memctx, name), BaseException)
+        ]
+
+        assert errors
+        assert [e.__name__ for e in errors if not issubclass(e, memctx.MemctxError)] == []
+
+
+class TestPublicSubmodules:
+    @pytest.mark.parametrize("module", [chunks, statefile, xml], ids=lambda m: m.__name__)
+    def test_all_is_sorted_and_every_name_exists(self, module: types.ModuleType) -> None:
+        assert module.__all__ == sorted(set(module.__all__))
+        assert [name for name in module.__all__ if not hasattr(module, name)] == []
+
+    def test_chunks_exports_the_constructors_of_design_md_and_custom(self) -> None:
+        assert set(chunks.__all__) == DESIGN_MD_CONSTRUCTORS | {"custom"}
+
+    def test_chunks_exports_every_public_function_it_defines(self) -> None:
+        defined = {
+            name
+            for name, value in vars(chunks).items()
+            if inspect.isfunction(value)
+            and value.__module__ == chunks.__name__
+            and not name.startswith("_")
+        }
+
+        assert defined == set(chunks.__all__)
