@@ -1,5 +1,7 @@
 """memctx: turn an agent's memory into the exact messages the model is called with."""
 
+import typing as _typing
+
 from memctx import chunks
 from memctx._builder import ContextBuilder, create_builder
 from memctx._chunk import Chunk, ChunkMetadata, ChunkType, Role
@@ -15,6 +17,7 @@ from memctx._exceptions import (
     RendererError,
     SchemaVersionError,
     StateFileError,
+    StoreArgumentError,
     StoreError,
     ThreadExistsError,
     ThreadNotFoundError,
@@ -31,7 +34,20 @@ from memctx._state import MemoryState
 from memctx._tokens import EstimatingTokenizer, TiktokenTokenizer, Tokenizer, create_tokenizer
 from memctx.statefile import load_state, save_state
 
+if _typing.TYPE_CHECKING:
+    from memctx.store import MemoryStore
+
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    # The store pulls in SQLAlchemy (a second or two to import); load it on first use.
+    if name == "MemoryStore":
+        from memctx.store import MemoryStore
+
+        return MemoryStore
+    raise AttributeError(f"module 'memctx' has no attribute {name!r}")
+
 
 __all__ = [
     "BudgetExceededError",
@@ -54,12 +70,14 @@ __all__ = [
     "InvalidChunkError",
     "MemctxError",
     "MemoryState",
+    "MemoryStore",
     "PluginLoadError",
     "RendererError",
     "RendererRegistry",
     "Role",
     "SchemaVersionError",
     "StateFileError",
+    "StoreArgumentError",
     "StoreError",
     "ThreadExistsError",
     "ThreadNotFoundError",

@@ -23,6 +23,7 @@ whose meaning it shares, so code that already catches ``ValueError`` or
         ├── ThreadExistsError (ValueError)
         ├── ChunkConflictError (ValueError)   another chunk already has that id
         ├── ViewOperationError (ValueError)   a view operation's arguments are invalid
+        ├── StoreArgumentError (ValueError)   a malformed thread id, event or URL
         └── SchemaVersionError                the database was written by a newer memctx
 
 Catch :class:`MemctxError` at an application boundary; catch the specific
@@ -179,6 +180,14 @@ class ChunkConflictError(StoreError, ValueError):
 
 class ViewOperationError(StoreError, ValueError):
     """A view operation (truncate, insert, replace, ...) got invalid arguments."""
+
+
+class StoreArgumentError(StoreError, ValueError):
+    """The store was given an unusable argument.
+
+    A malformed thread id, an event whose kind or payload is not usable, or a
+    database URL of a kind the store does not support.
+    """
 
 
 class SchemaVersionError(StoreError):

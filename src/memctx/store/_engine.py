@@ -1,0 +1,220 @@
+"""Opening a database: where the default lives, engines for SQLite and PostgreSQL, the schema.
+
+SQLite is set up for several processes writing one file: WAL journal (readers
+never block the writer), a busy timeout, and every write transaction starts
+with ``BEGIN IMMEDIATE`` so it holds the write lock from its first statement
+(a deferred ``BEGIN`` that upgrades later fails with "database is locked" or,
+worse, works on data another writer has just changed). Read transactions use
+a plain ``BEGIN``, which in WAL mode gives them one consistent snapshot.
+
+PostgreSQL runs reads at ``REPEATABLE READ`` (one snapshot per read) and
+writes at ``READ COMMITTED``, each write locking its thread's row first
+(``SELECT ... FOR UPDATE``), which orders concurrent writers of one thread.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any, Final
+
+from sqlalchemy import Engine, create_engine, event, inspect, text
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
+from sqlalchemy.pool import StaticPool
+from sqlmodel import Session, select
+
+from memctx._exceptions import SchemaVersionError, StoreArgumentError, StoreError
+from memctx.store._schema import SCHEMA_VERSION, SchemaInfo, StoreModel
+
+DATABASE_URL_ENV: Final = "MEMCTX_DATABASE_URL"
+"""The environment variable naming the database :meth:`MemoryStore.open` uses by default."""
+
+SQLITE_BUSY_TIMEOUT_MS: Final = 30_000
+"""How long a SQLite writer waits for another writer's lock before giving up."""
+
+WRITE: Final = "memctx_write"
+"""The execution option that marks a connection as one that will write."""
+
+_SCHEMA_LOCK_KEY: Final = 0x6D656D637478  # "memctx": a PostgreSQL advisory lock for setup
+
+
+def default_database_path() -> Path:
+    """Where :meth:`MemoryStore.open` keeps its SQLite file when given no URL.
+
+    ``$XDG_DATA_HOME/memctx/memory.db`` (``~/.local/share/memctx/memory.db``)
+    on Linux and other Unix systems, ``~/Library/Application Support/memctx/
+    memory.db`` on macOS and ``%LOCALAPPDATA%\\memctx\\memory.db`` on Windows.
+    """
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Application Support"
+    else:
+        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
+    return base / "memctx" / "memory.db"
+
+
+def default_database_url() -> str:
+    """The URL used when none is given: ``$MEMCTX_DATABASE_URL``, else the default SQLite file."""
+    from_env = os.environ.get(DATABASE_URL_ENV)
+    if from_env:
+        return from_env
+    return "sqlite:///" + default_database_path().as_posix()
+
+
+def resolve_url(url: str | os.PathLike[str] | URL | None) -> URL:
+    """Turn what the user gave into a URL the store supports.
+
+    ``None`` means :func:`default_database_url` (the directory of the
+    built-in default file is created; any other must exist); a string
+    without ``://`` or a path is a SQLite file; ``postgresql://`` and
+    ``postgres://`` use psycopg 3.
+    """
+    builtin_default = url is None and not os.environ.get(DATABASE_URL_ENV)
+    if url is None:
+        url = default_database_url()
+    if isinstance(url, str) and not url.strip():
+        raise StoreArgumentError("the database URL is empty")
+    if isinstance(url, os.PathLike) or (isinstance(url, str) and "://" not in url):
+        url = "sqlite:///" + Path(os.fspath(url)).as_posix()
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError) as exc:
+        raise StoreArgumentError(f"not a database URL: {url!s} ({exc})") from None
+    backend, _, driver = parsed.drivername.partition("+")
+    if backend == "postgres":
+        backend = "postgresql"
+    if backend == "sqlite":
+        if driver not in ("", "pysqlite"):
+            raise StoreArgumentError(f"unsupported SQLite driver {driver!r}; use sqlite:///PATH")
+        database = parsed.database or ""
+        if database and database != ":memory:" and not database.startswith("file:"):
+            parent = Path(database).parent
+            if builtin_default:
+                parent.mkdir(parents=True, exist_ok=True)
+            elif not parent.is_dir():
+                raise StoreError(
+                    f"cannot open {database!r}: directory {str(parent)!r} does not exist"
+                )
+        return parsed.set(drivername="sqlite")
+    if backend == "postgresql":
+        if driver not in ("", "psycopg"):
+            raise StoreArgumentError(
+                f"unsupported PostgreSQL driver {driver!r}; memctx uses psycopg 3: "
+                "postgresql+psycopg://USER@HOST/DB"
+            )
+        return parsed.set(drivername="postgresql+psycopg")
+    raise StoreArgumentError(
+        f"unsupported database {parsed.drivername!r}: memctx stores in SQLite (sqlite:///PATH) "
+        "or PostgreSQL (postgresql+psycopg://USER@HOST/DB)"
+    )
+
+
+def describe(url: URL) -> str:
+    """The URL for messages, without its password."""
+    return url.render_as_string(hide_password=True)
+
+
+def create_store_engine(url: URL) -> Engine:
+    """An engine for ``url`` with the per-backend settings described above."""
+    if url.get_backend_name() == "sqlite":
+        return _sqlite_engine(url)
+    try:
+        return create_engine(url)
+    except (ImportError, NoSuchModuleError) as exc:
+        raise StoreError(
+            f"PostgreSQL needs psycopg 3 ({exc}); install it with: pip install 'memctx[postgres]'"
+        ) from None
+
+
+def _sqlite_engine(url: URL) -> Engine:
+    database = url.database or ""
+    in_memory = database in ("", ":memory:") or "mode=memory" in database
+    kwargs: dict[str, Any] = {
+        "connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False}
+    }
+    if in_memory:
+        # One connection, shared: every new connection would be a new, empty database.
+        kwargs["poolclass"] = StaticPool
+    engine = create_engine(url, **kwargs)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, connection_record: Any) -> None:
+        # Let SQLAlchemy's "begin" event below issue BEGIN, not the sqlite3 module.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+            cursor.execute("PRAGMA foreign_keys = ON")
+            if not in_memory:
+                cursor.execute("PRAGMA journal_mode = WAL")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        write = connection.get_execution_options().get(WRITE, False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+    return engine
+
+
+def write_engine(engine: Engine) -> Engine:
+    """The engine that write transactions use (``BEGIN IMMEDIATE`` on SQLite)."""
+    return engine.execution_options(**{WRITE: True})
+
+
+def read_engine(engine: Engine) -> Engine:
+    """The engine that read transactions use (one snapshot per transaction)."""
+    if engine.dialect.name == "postgresql":
+        return engine.execution_options(isolation_level="REPEATABLE READ")
+    return engine
+
+
+def ensure_schema(engine: Engine, where: str) -> None:
+    """Create the tables if needed; refuse a database written by a newer schema.
+
+    The version is checked before anything is created, so a newer database
+    is never touched. Concurrent first opens are serialised (SQLite's write
+    lock, a PostgreSQL advisory lock). A database already at this version
+    costs two queries.
+    """
+    try:
+        if _schema_version(engine, lock=False) == SCHEMA_VERSION:
+            return
+        with Session(write_engine(engine)) as session, session.begin():
+            found = _schema_version(session, lock=True)
+            if found is None:
+                StoreModel.metadata.create_all(session.connection())
+                session.add(SchemaInfo(id=1, version=SCHEMA_VERSION))
+    except SQLAlchemyError as exc:
+        raise StoreError(f"cannot open {where}: {database_error(exc)}") from None
+
+
+def _schema_version(bind: Engine | Session, *, lock: bool) -> int | None:
+    """The version recorded in the database (``None``: no tables yet); refuses another one."""
+    if isinstance(bind, Engine):
+        with Session(read_engine(bind)) as session, session.begin():
+            return _schema_version(session, lock=lock)
+    connection = bind.connection()
+    if lock and connection.dialect.name == "postgresql":
+        connection.execute(text(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK_KEY})"))
+    found: int | None = None
+    if inspect(connection).has_table(SchemaInfo.__tablename__):
+        found = bind.exec(select(SchemaInfo.version)).first()
+    if found is not None and found != SCHEMA_VERSION:
+        newer = " (upgrade memctx to open it)" if found > SCHEMA_VERSION else ""
+        raise SchemaVersionError(
+            f"{describe(connection.engine.url)} was written with store schema version {found}; "
+            f"this memctx reads version {SCHEMA_VERSION}{newer}"
+        )
+    return found
+
+
+def database_error(exc: SQLAlchemyError) -> str:
+    """A one-line description of a database error (the driver's message, first line)."""
+    orig = getattr(exc, "orig", None)
+    message = str(orig if orig is not None else exc).strip()
+    return message.splitlines()[0] if message else type(exc).__name__

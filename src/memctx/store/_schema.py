@@ -1,0 +1,268 @@
+"""The tables of the store, and the mapping between a chunk and its row.
+
+Five tables, all prefixed ``memctx_`` so the store can share a database:
+
+``memctx_schema``
+    One row: the schema version this database was written with.
+``memctx_threads``
+    One row per thread: its highest chunk sequence number (``last_seq``, so
+    sequences are gap-free: 1, 2, 3, ...), its current batch and its highest
+    batch number.
+``memctx_chunks``
+    Every chunk ever stored, keyed by ``(thread_id, seq)``; ``chunk_id`` is
+    unique within its thread. Content and metadata are JSON text, exactly as
+    serialised (key order and number types are kept: PostgreSQL's ``jsonb``
+    would reorder keys and so change the rendering). ``origin`` says how the
+    chunk came in: ``append``, or by a view operation (``insert``,
+    ``replace``).
+``memctx_batches``
+    One row per batch: the operation that started it, its parameters, and the
+    visible chunks (``view``, a JSON array of sequence numbers, or ``NULL``
+    for "every appended chunk"). Chunks appended after the batch started
+    (``seq > base_seq``) are visible after the view.
+``memctx_events``
+    What happened to a thread (``context.built``, ``view.changed``, ...).
+``memctx_token_counts``
+    Token counts per chunk, tokenizer ``cache_key`` and renderer fingerprint.
+
+Timestamps are ISO 8601 text in UTC (a chunk's ``created_at`` keeps the
+offset it was given).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from typing import Any, Final
+
+from sqlalchemy import Column, ForeignKeyConstraint, Index, Text, UniqueConstraint
+from sqlalchemy.orm import registry
+from sqlmodel import Field, SQLModel
+
+from memctx._chunk import Chunk
+from memctx._exceptions import InvalidChunkError, StateFileError, StoreError
+from memctx._json import thaw_json
+from memctx.statefile import chunk_from_dict
+
+SCHEMA_VERSION: Final = 1
+"""The version of the tables above; a database written with a newer one is refused."""
+
+ORIGINS: Final = frozenset({"append", "insert", "replace"})
+"""How a chunk can have entered a thread."""
+
+
+class StoreModel(SQLModel, registry=registry()):
+    """Base of the store's tables: their own registry and metadata, apart from other models."""
+
+
+class SchemaInfo(StoreModel, table=True):
+    """The single row saying which schema version wrote this database."""
+
+    __tablename__ = "memctx_schema"
+
+    id: int = Field(default=1, primary_key=True)
+    version: int
+
+
+class ThreadRow(StoreModel, table=True):
+    """A thread: the counters that keep its sequences gap-free and its current batch."""
+
+    __tablename__ = "memctx_threads"
+
+    id: str = Field(primary_key=True)
+    created_at: str
+    last_seq: int = 0
+    batch: int = 0
+    last_batch: int = 0
+
+
+class ChunkRow(StoreModel, table=True):
+    """One stored chunk. Rows are written once and never changed."""
+
+    __tablename__ = "memctx_chunks"
+    __table_args__ = (
+        UniqueConstraint("thread_id", "chunk_id", name="memctx_chunks_thread_chunk_id"),
+        ForeignKeyConstraint(["thread_id"], ["memctx_threads.id"], ondelete="CASCADE"),
+    )
+
+    thread_id: str = Field(primary_key=True)
+    seq: int = Field(primary_key=True)
+    chunk_id: str
+    origin: str
+    batch: int
+    type: str
+    role: str | None = None
+    action: str | None = None
+    subtype: str | None = None
+    content: str = Field(sa_type=Text)
+    meta: str = Field(sa_column=Column("metadata", Text, nullable=False))
+    priority: int
+    created_at: str
+
+
+class BatchRow(StoreModel, table=True):
+    """One batch: the view operation that started it and the chunks it made visible."""
+
+    __tablename__ = "memctx_batches"
+    __table_args__ = (
+        ForeignKeyConstraint(["thread_id"], ["memctx_threads.id"], ondelete="CASCADE"),
+    )
+
+    thread_id: str = Field(primary_key=True)
+    number: int = Field(primary_key=True)
+    operation: str
+    params: str = Field(sa_type=Text)
+    view: str | None = Field(default=None, sa_type=Text)
+    base_seq: int
+    created_at: str
+
+
+class EventRow(StoreModel, table=True):
+    """One event of a thread, with its JSON payload."""
+
+    __tablename__ = "memctx_events"
+    __table_args__ = (
+        ForeignKeyConstraint(["thread_id"], ["memctx_threads.id"], ondelete="CASCADE"),
+        Index("memctx_events_thread", "thread_id", "id"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    thread_id: str
+    kind: str
+    payload: str = Field(sa_type=Text)
+    created_at: str
+
+
+class TokenCountRow(StoreModel, table=True):
+    """The token count of one chunk under one tokenizer and one renderer chain."""
+
+    __tablename__ = "memctx_token_counts"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["thread_id", "seq"],
+            ["memctx_chunks.thread_id", "memctx_chunks.seq"],
+            ondelete="CASCADE",
+        ),
+    )
+
+    thread_id: str = Field(primary_key=True)
+    seq: int = Field(primary_key=True)
+    tokenizer: str = Field(primary_key=True)
+    renderer: str = Field(primary_key=True)
+    tokens: int
+
+
+# -- JSON text -------------------------------------------------------------------------------
+
+
+def dump_json(value: Any) -> str:
+    """Serialise a JSON value for a text column; exact on load, whatever the backend.
+
+    Non-ASCII is kept as is unless the text holds lone surrogates, which no
+    database encoding accepts; then everything non-ASCII is escaped (the
+    value loads back the same either way).
+    """
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(value, ensure_ascii=True, allow_nan=False)
+    return text
+
+
+def load_json(text: str, where: str) -> Any:
+    """Parse JSON text read from the database; :class:`StoreError` if it is corrupt."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"{where}: the database holds invalid JSON ({exc})") from None
+
+
+def now_iso() -> str:
+    """The current UTC time as ISO 8601 text."""
+    return _dt.datetime.now(_dt.UTC).isoformat()
+
+
+def parse_iso(text: str) -> _dt.datetime:
+    """Parse a timestamp written by :func:`now_iso`."""
+    return _dt.datetime.fromisoformat(text)
+
+
+# -- chunk <-> row ---------------------------------------------------------------------------
+
+STORED_FIELDS: Final = (
+    "chunk_id",
+    "type",
+    "role",
+    "action",
+    "subtype",
+    "content",
+    "meta",
+    "priority",
+    "created_at",
+)
+"""The columns that hold a chunk's value; two chunks are the same when all of them are."""
+
+
+def _storable(field: str, value: str | None) -> None:
+    if value is None:
+        return
+    if "\x00" in value:
+        raise InvalidChunkError(field, "contains NUL, which the store cannot hold in a text column")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidChunkError(
+            field, "contains a lone surrogate (not valid Unicode text)"
+        ) from None
+
+
+def chunk_values(chunk: Chunk) -> dict[str, Any]:
+    """The column values of ``chunk`` (the ``STORED_FIELDS``), checked to be storable."""
+    if not isinstance(chunk, Chunk):
+        raise InvalidChunkError("chunk", f"must be a Chunk, got {type(chunk).__name__}")
+    _storable("id", chunk.id)
+    _storable("action", chunk.action)
+    _storable("subtype", chunk.subtype)
+    return {
+        "chunk_id": chunk.id,
+        "type": chunk.type.value,
+        "role": chunk.role,
+        "action": chunk.action,
+        "subtype": chunk.subtype,
+        "content": dump_json(thaw_json(chunk.content)),
+        "meta": dump_json(chunk.metadata.to_dict()),
+        "priority": chunk.priority,
+        "created_at": chunk.created_at.isoformat(),
+    }
+
+
+def row_values(row: ChunkRow) -> dict[str, Any]:
+    """The ``STORED_FIELDS`` of a stored row."""
+    return {name: getattr(row, name) for name in STORED_FIELDS}
+
+
+def differing_fields(stored: dict[str, Any], given: dict[str, Any]) -> list[str]:
+    """Names (as :class:`Chunk` calls them) of the fields in which two chunks differ."""
+    names = {"chunk_id": "id", "meta": "metadata"}
+    return [names.get(f, f) for f in STORED_FIELDS if stored[f] != given[f]]
+
+
+def row_to_chunk(row: ChunkRow) -> Chunk:
+    """Rebuild the chunk a row holds; :class:`StoreError` if the row is corrupt."""
+    where = f"thread {row.thread_id!r}, chunk #{row.seq}"
+    data = {
+        "id": row.chunk_id,
+        "type": row.type,
+        "role": row.role,
+        "action": row.action,
+        "subtype": row.subtype,
+        "content": load_json(row.content, where),
+        "metadata": load_json(row.meta, where),
+        "priority": row.priority,
+        "created_at": row.created_at,
+    }
+    try:
+        return chunk_from_dict(data)
+    except StateFileError as exc:
+        raise StoreError(f"{where}: the stored chunk is invalid: {exc}") from None

@@ -1,0 +1,320 @@
+"""Snapshots: a thread as one JSON document, and back.
+
+A snapshot is a state file (:mod:`memctx.statefile`, ``"version": 1``) whose
+``chunks`` are the visible chunks, so ``memctx render`` and
+:func:`memctx.load_state` read it as is, plus a ``store`` section with
+everything else::
+
+    "store": {
+      "version": 1,
+      "batch": 2,                                   # the current batch
+      "history": [                                  # every chunk, in sequence order
+        {"seq": 1, "origin": "append", "batch": 0, "chunk": {...}}, ...
+      ],
+      "batches": [
+        {"number": 0, "operation": "create", "params": {}, "view": null,
+         "base_seq": 0, "created_at": "..."}, ...
+      ]
+    }
+
+Importing checks the whole document (and that ``chunks`` is what the
+current batch shows) before it writes anything. A state file without a
+``store`` section imports as a new thread holding its chunks.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from collections.abc import Mapping
+from typing import Any, Final
+
+import attrs
+from sqlmodel import Session, col, select
+
+from memctx._exceptions import StateFileError, UnsupportedVersionError
+from memctx._state import MemoryState
+from memctx.statefile import FORMAT_VERSION, chunk_from_dict, chunk_to_dict, state_from_dict
+from memctx.store._queries import get_batch, get_thread, record_event, visible_seqs
+from memctx.store._records import SNAPSHOT_IMPORTED
+from memctx.store._schema import (
+    ORIGINS,
+    BatchRow,
+    ChunkRow,
+    ThreadRow,
+    chunk_values,
+    dump_json,
+    load_json,
+    now_iso,
+    row_to_chunk,
+)
+
+SNAPSHOT_STORE_VERSION: Final = 1
+"""The version of a snapshot's ``store`` section."""
+
+_STORE_FIELDS: Final = frozenset({"version", "batch", "history", "batches"})
+_HISTORY_FIELDS: Final = frozenset({"seq", "origin", "batch", "chunk"})
+_BATCH_FIELDS: Final = frozenset(
+    {"number", "operation", "params", "view", "base_seq", "created_at"}
+)
+
+
+def export_thread(session: Session, thread_id: str) -> dict[str, Any]:
+    """The snapshot document of a thread."""
+    thread = get_thread(session, thread_id)
+    rows = session.exec(
+        select(ChunkRow).where(ChunkRow.thread_id == thread_id).order_by(col(ChunkRow.seq))
+    ).all()
+    batches = session.exec(
+        select(BatchRow).where(BatchRow.thread_id == thread_id).order_by(col(BatchRow.number))
+    ).all()
+    stored = {row.seq: row_to_chunk(row) for row in rows}
+    visible = visible_seqs(session, get_batch(session, thread_id, thread.batch))
+    return {
+        "version": FORMAT_VERSION,
+        "thread_id": thread_id,
+        "chunks": [chunk_to_dict(stored[seq]) for seq in visible],
+        "store": {
+            "version": SNAPSHOT_STORE_VERSION,
+            "batch": thread.batch,
+            "history": [
+                {
+                    "seq": r.seq,
+                    "origin": r.origin,
+                    "batch": r.batch,
+                    "chunk": chunk_to_dict(stored[r.seq]),
+                }
+                for r in rows
+            ],
+            "batches": [
+                {
+                    "number": b.number,
+                    "operation": b.operation,
+                    "params": load_json(b.params, f"batch {b.number}"),
+                    "view": None if b.view is None else load_json(b.view, f"batch {b.number}"),
+                    "base_seq": b.base_seq,
+                    "created_at": b.created_at,
+                }
+                for b in batches
+            ],
+        },
+    }
+
+
+@attrs.frozen
+class Snapshot:
+    """A checked snapshot, ready to be written."""
+
+    thread_id: str | None
+    chunks: list[tuple[str, dict[str, Any]]]  # (origin, column values) per seq 1..n
+    chunk_batches: list[int]
+    batches: list[dict[str, Any]]
+    batch: int
+    source_has_store: bool
+
+
+def _fail(message: str, field: str) -> StateFileError:
+    return StateFileError(message, field=field)
+
+
+def _int(value: object, field: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise _fail(f"must be an int from {low} to {high}, got {value!r}", field)
+    return value
+
+
+def _object(value: object, field: str, allowed: frozenset[str]) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise _fail(f"must be an object, got {type(value).__name__}", field)
+    unknown = set(value) - allowed
+    if unknown:
+        raise _fail(f"unknown field(s) {sorted(unknown)}", field)
+    missing = allowed - set(value)
+    if missing:
+        raise _fail(f"missing field(s) {sorted(missing)}", field)
+    return value
+
+
+def parse_snapshot(data: object) -> Snapshot:
+    """Check a snapshot (a mapping, or JSON text) completely; :class:`StateFileError` if bad."""
+    if isinstance(data, str | bytes | bytearray):
+        try:
+            data = json.loads(data)
+        except json.JSONDecodeError as exc:
+            raise StateFileError(
+                f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+            ) from None
+        except UnicodeDecodeError as exc:
+            raise StateFileError(f"not valid UTF-8: {exc.reason} at byte {exc.start}") from None
+    state = state_from_dict(data)
+    assert isinstance(data, Mapping)
+    if "store" not in data:
+        return Snapshot(
+            thread_id=state.thread_id,
+            chunks=[("append", chunk_values(chunk)) for chunk in state],
+            chunk_batches=[0] * len(state),
+            batches=[
+                {
+                    "number": 0,
+                    "operation": "import",
+                    "params": {},
+                    "view": None,
+                    "base_seq": 0,
+                    "created_at": now_iso(),
+                }
+            ],
+            batch=0,
+            source_has_store=False,
+        )
+    store = _object(data["store"], "store", _STORE_FIELDS)
+    version = store["version"]
+    if version != SNAPSHOT_STORE_VERSION or isinstance(version, bool):
+        raise UnsupportedVersionError(
+            f"unsupported snapshot store version {version!r}; this memctx reads version "
+            f"{SNAPSHOT_STORE_VERSION}",
+            field="store.version",
+        )
+    raw_batches = store["batches"]
+    if not isinstance(raw_batches, list) or not raw_batches:
+        raise _fail("must be a non-empty array", "store.batches")
+    chunks, chunk_batches = _parse_history(store["history"], len(raw_batches) - 1)
+    batches = _parse_batches(raw_batches, len(chunks))
+    current = _int(store["batch"], "store.batch", 0, len(batches) - 1)
+    _check_visible(state, chunks, batches[current])
+    return Snapshot(state.thread_id, chunks, chunk_batches, batches, current, True)
+
+
+def _parse_history(
+    history: object, last_batch: int
+) -> tuple[list[tuple[str, dict[str, Any]]], list[int]]:
+    if not isinstance(history, list):
+        raise _fail(f"must be an array, got {type(history).__name__}", "store.history")
+    chunks: list[tuple[str, dict[str, Any]]] = []
+    batches: list[int] = []
+    seen: dict[str, int] = {}
+    for index, item in enumerate(history):
+        where = f"store.history[{index}]"
+        entry = _object(item, where, _HISTORY_FIELDS)
+        if entry["seq"] != index + 1 or isinstance(entry["seq"], bool):
+            raise _fail(
+                f"must be {index + 1} (sequences have no gaps), got {entry['seq']!r}",
+                f"{where}.seq",
+            )
+        if entry["origin"] not in ORIGINS:
+            raise _fail(
+                f"must be one of {sorted(ORIGINS)}, got {entry['origin']!r}", f"{where}.origin"
+            )
+        batches.append(_int(entry["batch"], f"{where}.batch", 0, last_batch))
+        try:
+            chunk = chunk_from_dict(entry["chunk"])
+        except StateFileError as exc:
+            raise _fail(str(exc), f"{where}.chunk") from None
+        if chunk.id in seen:
+            raise _fail(
+                f"duplicate chunk id {chunk.id!r} (first at seq {seen[chunk.id]})",
+                f"{where}.chunk.id",
+            )
+        seen[chunk.id] = index + 1
+        chunks.append((entry["origin"], chunk_values(chunk)))
+    return chunks, batches
+
+
+def _parse_batches(raw: list[Any], chunk_count: int) -> list[dict[str, Any]]:
+    batches: list[dict[str, Any]] = []
+    previous_base = 0
+    for index, item in enumerate(raw):
+        where = f"store.batches[{index}]"
+        entry = dict(_object(item, where, _BATCH_FIELDS))
+        _int(entry["number"], f"{where}.number", index, index)
+        if not isinstance(entry["operation"], str) or not entry["operation"]:
+            raise _fail("must be a non-empty string", f"{where}.operation")
+        if not isinstance(entry["params"], Mapping):
+            raise _fail("must be an object", f"{where}.params")
+        try:
+            dump_json(entry["params"])
+        except (TypeError, ValueError) as exc:
+            raise _fail(f"must be JSON: {exc}", f"{where}.params") from None
+        base = _int(entry["base_seq"], f"{where}.base_seq", previous_base, chunk_count)
+        previous_base = base
+        view = entry["view"]
+        if view is not None:
+            if not isinstance(view, list):
+                raise _fail("must be an array of sequence numbers or null", f"{where}.view")
+            for position, seq in enumerate(view):
+                _int(seq, f"{where}.view[{position}]", 1, base)
+            if len(set(view)) != len(view):
+                raise _fail("names a chunk twice", f"{where}.view")
+        try:
+            if not isinstance(entry["created_at"], str):
+                raise ValueError
+            _dt.datetime.fromisoformat(entry["created_at"])
+        except ValueError:
+            raise _fail("must be an ISO 8601 timestamp", f"{where}.created_at") from None
+        batches.append(entry)
+    return batches
+
+
+def _check_visible(
+    state: MemoryState, chunks: list[tuple[str, dict[str, Any]]], batch: Mapping[str, Any]
+) -> None:
+    view = batch["view"]
+    appended = [i + 1 for i, (origin, _) in enumerate(chunks) if origin == "append"]
+    seqs = appended
+    if view is not None:
+        seqs = list(view) + [s for s in appended if s > batch["base_seq"]]
+    expected = [chunks[s - 1][1] for s in seqs]
+    if [chunk_values(c) for c in state] != expected:
+        raise _fail(
+            "do not match what the store section's current batch shows "
+            "(the snapshot was edited or is corrupt)",
+            "chunks",
+        )
+
+
+def write_snapshot(session: Session, snapshot: Snapshot, thread_id: str) -> None:
+    """Create ``thread_id`` from a checked snapshot, in the caller's transaction."""
+    last = snapshot.batches[-1]["number"]
+    thread = ThreadRow(
+        id=thread_id,
+        created_at=now_iso(),
+        last_seq=len(snapshot.chunks),
+        batch=snapshot.batch,
+        last_batch=last,
+    )
+    session.add(thread)
+    session.flush()
+    session.add_all(
+        ChunkRow(
+            **values,
+            thread_id=thread_id,
+            seq=seq,
+            origin=origin,
+            batch=snapshot.chunk_batches[seq - 1],
+        )
+        for seq, (origin, values) in enumerate(snapshot.chunks, start=1)
+    )
+    session.flush()
+    session.add_all(
+        BatchRow(
+            thread_id=thread_id,
+            number=b["number"],
+            operation=b["operation"],
+            params=dump_json(b["params"]),
+            view=None if b["view"] is None else dump_json(b["view"]),
+            base_seq=b["base_seq"],
+            created_at=b["created_at"],
+        )
+        for b in snapshot.batches
+    )
+    record_event(
+        session,
+        thread_id,
+        SNAPSHOT_IMPORTED,
+        {
+            "source_thread_id": snapshot.thread_id,
+            "chunks": len(snapshot.chunks),
+            "batches": len(snapshot.batches),
+            "batch": snapshot.batch,
+            "with_history": snapshot.source_has_store,
+        },
+    )

@@ -1,0 +1,273 @@
+"""Non-destructive views (seed 001): which stored chunks are visible, batch by batch.
+
+A view operation never deletes or changes a stored chunk. It computes a new
+list of visible chunks from the current one, stores it as a new batch and
+makes that batch current. Chunks appended later are visible after the view.
+A rollback starts a new batch that shows what an earlier batch shows (plus
+the chunks appended since): rollbacks are batches too, so they can be
+rolled back in turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Final, TypeAlias
+
+from sqlmodel import Session
+
+from memctx._chunk import ROLES, Chunk, ChunkType, Role
+from memctx._exceptions import ViewOperationError
+from memctx.store._queries import (
+    chunk_not_found,
+    get_batch,
+    get_thread,
+    new_batch,
+    prepare_chunks,
+    record_event,
+    rows_by_chunk_id,
+    split_existing,
+    store_new,
+    visible_rows,
+    visible_seqs,
+)
+from memctx.store._records import VIEW_CHANGED
+from memctx.store._schema import row_to_chunk
+
+Visible: TypeAlias = list[tuple[int, Chunk]]
+"""The visible chunks with their sequence numbers, in view order."""
+
+Compute: TypeAlias = Callable[[Visible, list[int]], list[int]]
+"""Computes the new view from the visible chunks and the sequence numbers of new chunks."""
+
+TRUNCATIONS: Final = ("keep_first", "keep_last", "remove_first", "remove_last", "range")
+
+
+def _count(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ViewOperationError(f"{name} must be a non-negative int, got {value!r}")
+    return value
+
+
+def truncation(**given: Any) -> tuple[str, Any]:
+    """The one truncation asked for, checked: ``(name, value)``; ``range`` is ``[start, end]``."""
+    chosen = [(name, value) for name, value in given.items() if value is not None]
+    if len(chosen) != 1:
+        names = ", ".join(TRUNCATIONS)
+        got = ", ".join(name for name, _ in chosen) or "none"
+        raise ViewOperationError(f"truncate takes exactly one of {names}; got {got}")
+    name, value = chosen[0]
+    if name != "range":
+        return name, _count(name, value)
+    if isinstance(value, str) or not isinstance(value, Sequence) or len(value) != 2:
+        raise ViewOperationError(f"range must be (start, end), got {value!r}")
+    start, end = value
+    for bound in (start, end):
+        if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int)):
+            raise ViewOperationError(f"range bounds must be ints or None, got {value!r}")
+    return name, [start, end]
+
+
+def truncate_view(view: list[int], name: str, value: Any) -> list[int]:
+    """Apply one truncation (slice semantics, as in seed 001) to ``view``."""
+    if name == "keep_first":
+        return view[:value]
+    if name == "keep_last":
+        return view[len(view) - value :] if value else []
+    if name == "remove_first":
+        return view[value:]
+    if name == "remove_last":
+        return view[: max(len(view) - value, 0)]
+    start, end = value
+    return view[start:end]
+
+
+def check_position(position: object) -> int:
+    """An insert position: an int, ``-1`` (the end) or not negative."""
+    if isinstance(position, bool) or not isinstance(position, int):
+        raise ViewOperationError(f"position must be an int, got {position!r}")
+    if position < -1:
+        raise ViewOperationError(f"position must be -1 (the end) or from 0 on, got {position}")
+    return position
+
+
+def insert_position(position: object, length: int) -> int:
+    """Where to insert: ``-1`` is the end; otherwise ``0 <= position <= length``."""
+    position = check_position(position)
+    if position == -1:
+        return length
+    if not 0 <= position <= length:
+        raise ViewOperationError(
+            f"position {position} is outside the visible chunks (0..{length}, or -1 for the end)"
+        )
+    return position
+
+
+def replace_index(target: object, visible: Visible) -> int:
+    """The visible index ``target`` names: an index (negative from the end) or a chunk id."""
+    if isinstance(target, str):
+        for index, (_, chunk) in enumerate(visible):
+            if chunk.id == target:
+                return index
+        raise ViewOperationError(
+            f"chunk {target!r} is not visible; only visible chunks can be replaced"
+        )
+    if isinstance(target, bool) or not isinstance(target, int):
+        raise ViewOperationError(f"replace takes a visible index or a chunk id, got {target!r}")
+    if not -len(visible) <= target < len(visible):
+        raise ViewOperationError(f"index {target} is outside the {len(visible)} visible chunks")
+    return target % len(visible)
+
+
+def _strings(name: str, value: str | Iterable[str] | None) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    items = (value,) if isinstance(value, str) else tuple(value)
+    for item in items:
+        if not isinstance(item, str) or not item:
+            raise ViewOperationError(f"{name} takes non-empty strings, got {item!r}")
+    return items
+
+
+def filter_params(
+    roles: str | Iterable[str] | None,
+    types: ChunkType | str | Iterable[ChunkType | str] | None,
+    contains: str | Iterable[str] | None,
+    excludes: str | Iterable[str] | None,
+) -> dict[str, list[str]]:
+    """The filter's criteria, checked, as JSON; at least one must be given."""
+    role_list = _strings("roles", roles)
+    for role in role_list:
+        if role not in ROLES:
+            raise ViewOperationError(f"unknown role {role!r}; roles are {sorted(ROLES)}")
+    if types is None:
+        type_list: tuple[str, ...] = ()
+    else:
+        given = [types] if isinstance(types, str) else list(types)
+        try:
+            type_list = tuple(ChunkType(t).value for t in given)
+        except ValueError:
+            known = ", ".join(t.value for t in ChunkType)
+            raise ViewOperationError(f"unknown chunk type in {given!r}; known: {known}") from None
+    params = {
+        "roles": list(role_list),
+        "types": list(type_list),
+        "contains": list(_strings("contains", contains)),
+        "excludes": list(_strings("excludes", excludes)),
+    }
+    params = {name: values for name, values in params.items() if values}
+    if not params:
+        raise ViewOperationError("filter needs at least one of roles, types, contains, excludes")
+    return params
+
+
+def filter_predicate(
+    params: Mapping[str, list[str]], role_of: Callable[[Chunk], Role]
+) -> Callable[[Chunk], bool]:
+    """True for a chunk that meets every criterion (AND)."""
+    roles = set(params.get("roles", ()))
+    types = set(params.get("types", ()))
+    contains = params.get("contains", ())
+    excludes = params.get("excludes", ())
+
+    def keep(chunk: Chunk) -> bool:
+        if types and chunk.type.value not in types:
+            return False
+        if roles and role_of(chunk) not in roles:
+            return False
+        text = chunk.text
+        return all(s in text for s in contains) and not any(s in text for s in excludes)
+
+    return keep
+
+
+def change_view(
+    session: Session,
+    thread_id: str,
+    operation: str,
+    params: Mapping[str, Any],
+    compute: Compute,
+    new_chunks: Sequence[Chunk] = (),
+    origin: str = "insert",
+    refers_to: str | None = None,
+) -> int:
+    """Run one view operation in the caller's write transaction; return the new batch.
+
+    ``new_chunks`` (insert, replace) are stored first; one that is already
+    stored unchanged is reused, unless it is visible already. ``refers_to``
+    is a chunk id the operation needs visible (replace by id): one the
+    thread does not hold is a :class:`~memctx.ChunkNotFoundError`.
+    """
+    thread = get_thread(session, thread_id, lock=True)
+    previous = thread.batch
+    visible: Visible = [
+        (row.seq, row_to_chunk(row))
+        for row in visible_rows(session, get_batch(session, thread_id, previous))
+    ]
+    if refers_to is not None and all(chunk.id != refers_to for _, chunk in visible):
+        if not rows_by_chunk_id(session, thread_id, [refers_to]):
+            raise chunk_not_found(session, thread_id, refers_to)
+        raise ViewOperationError(
+            f"chunk {refers_to!r} is hidden in the current batch; only visible chunks can be "
+            "replaced"
+        )
+    seqs: list[int] = []
+    if new_chunks:
+        prepared = prepare_chunks(thread_id, new_chunks)
+        if len(prepared) != len(new_chunks):
+            raise ViewOperationError("the same chunk is given twice")
+        existing, new = split_existing(session, thread_id, prepared)
+        shown = {seq for seq, _ in visible}
+        for row in existing.values():
+            if row.seq in shown:
+                raise ViewOperationError(
+                    f"chunk {row.chunk_id!r} is visible already; a chunk is shown only once"
+                )
+        added = iter(store_new(session, thread, new, origin))
+        seqs = [existing[cid].seq if cid in existing else next(added) for cid in prepared]
+    view = compute(visible, seqs)
+    batch = new_batch(session, thread, operation, params, view)
+    record_event(
+        session,
+        thread_id,
+        VIEW_CHANGED,
+        {
+            "operation": operation,
+            "params": dict(params),
+            "batch": batch.number,
+            "previous_batch": previous,
+            "visible_before": len(visible),
+            "visible_after": len(view),
+        },
+    )
+    return batch.number
+
+
+def rollback(session: Session, thread_id: str, target: object) -> int:
+    """Start a batch that shows what batch ``target`` shows; return its number."""
+    thread = get_thread(session, thread_id, lock=True)
+    if isinstance(target, bool) or not isinstance(target, int):
+        raise ViewOperationError(f"batch must be an int, got {target!r}")
+    if not 0 <= target <= thread.last_batch:
+        raise ViewOperationError(
+            f"thread {thread_id!r} has batches 0..{thread.last_batch}; there is no batch {target}"
+        )
+    previous = thread.batch
+    before = len(visible_seqs(session, get_batch(session, thread_id, previous)))
+    target_row = get_batch(session, thread_id, target)
+    view = None if target_row.view is None else visible_seqs(session, target_row)
+    batch = new_batch(session, thread, "rollback", {"batch": target}, view)
+    after = len(visible_seqs(session, batch))
+    record_event(
+        session,
+        thread_id,
+        VIEW_CHANGED,
+        {
+            "operation": "rollback",
+            "params": {"batch": target},
+            "batch": batch.number,
+            "previous_batch": previous,
+            "visible_before": before,
+            "visible_after": after,
+        },
+    )
+    return batch.number

@@ -1,0 +1,262 @@
+"""Fixtures of the store suite: every store test runs on SQLite and on a real PostgreSQL.
+
+The PostgreSQL server is a throwaway one, started once per session: ``initdb``
+and ``pg_ctl`` in a temporary directory, listening on 127.0.0.1 on a free
+port, trust authentication, stopped and deleted at the end. Each test gets an
+empty schema of its own. The binaries are looked for in ``$MEMCTX_PG_BIN``, then
+on ``PATH``, then in ``/usr/lib/postgresql/*/bin``. PostgreSQL refuses to run
+as root, so as root the server runs as the ``postgres`` user.
+
+Set ``MEMCTX_TEST_POSTGRES_URL`` (e.g. ``postgresql://postgres@localhost/postgres``)
+to use a server of your own instead; the tests use (and drop at the end) a
+database ``memctx_tests`` there.
+
+Without PostgreSQL the PostgreSQL half of the suite is skipped, with the
+reason in the summary, except when ``CI`` is set: there it fails.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+
+from memctx import chunks
+from memctx.store import MemoryStore
+
+PG_BIN_ENV = "MEMCTX_PG_BIN"
+PG_URL_ENV = "MEMCTX_TEST_POSTGRES_URL"
+
+
+def find_pg_bin() -> Path | None:
+    """The directory holding ``initdb`` and ``pg_ctl``, or None."""
+    candidates: list[Path] = []
+    if os.environ.get(PG_BIN_ENV):
+        candidates.append(Path(os.environ[PG_BIN_ENV]))
+    on_path = shutil.which("pg_ctl")
+    if on_path:
+        candidates.append(Path(on_path).parent)
+
+    def version(path: Path) -> float:
+        try:
+            return float(path.parent.name)
+        except ValueError:
+            return 0.0
+
+    candidates.extend(sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=version, reverse=True))
+    for directory in candidates:
+        if (directory / "initdb").is_file() and (directory / "pg_ctl").is_file():
+            return directory
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+class PostgresServer:
+    """A PostgreSQL server for the tests, and an empty schema per test.
+
+    Every test gets a schema of its own in one database, named by the URL's
+    ``search_path`` (creating a schema takes a millisecond, a database a
+    hundred): the store sees only its own tables.
+    """
+
+    database = "memctx_tests"
+
+    def __init__(self, admin_url: str, stop: Callable[[], None] | None = None) -> None:
+        self.admin_url = admin_url  # a libpq URL to an existing database
+        self._stop = stop
+        self._names = (f"test_{os.getpid()}_{n}" for n in itertools.count())
+        self._created: list[str] = []
+        base, _, _ = admin_url.partition("?")[0].rpartition("/")
+        self.database_url = f"{base}/{self.database}"
+        self._run(admin_url, f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)')
+        self._run(admin_url, f'CREATE DATABASE "{self.database}"')
+
+    @staticmethod
+    def _run(url: str, sql: str) -> None:
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as connection:
+            connection.execute(sql)
+
+    def new_database(self) -> str:
+        """Create an empty schema; return the SQLAlchemy URL of a database showing only it."""
+        name = next(self._names)
+        self._run(self.database_url, f'CREATE SCHEMA "{name}"')
+        self._created.append(name)
+        url = self.database_url.replace("postgresql://", "postgresql+psycopg://", 1)
+        return f"{url}?options=-csearch_path%3D{name}"
+
+    def close(self) -> None:
+        if self._stop is not None:
+            self._stop()
+        else:
+            self._run(self.admin_url, f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)')
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason}; CI must run the PostgreSQL store tests", pytrace=False)
+    pytest.skip(reason)
+
+
+def _start_server(bindir: Path) -> PostgresServer:
+    as_user: dict[str, Any] = {}
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        import pwd
+
+        try:
+            account = pwd.getpwnam("postgres")
+        except KeyError:
+            _unavailable("running as root and there is no 'postgres' user to run PostgreSQL")
+            raise
+        as_user = {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []}
+    root = Path(tempfile.mkdtemp(prefix="memctx-pg-"))
+    if as_user:
+        os.chown(root, as_user["user"], as_user["group"])
+    data, log = root / "data", root / "server.log"
+
+    def run(*args: str) -> None:
+        done = subprocess.run(
+            args, cwd=root, capture_output=True, text=True, timeout=120, check=False, **as_user
+        )
+        if done.returncode != 0:
+            tail = log.read_text()[-2000:] if log.exists() else ""
+            raise RuntimeError(f"{' '.join(args)} failed:\n{done.stdout}{done.stderr}{tail}")
+
+    def start(port: int) -> None:
+        settings = (
+            f"-c listen_addresses=127.0.0.1 -p {port} -k '{root}' -c fsync=off "
+            "-c full_page_writes=off -c synchronous_commit=off -c max_connections=60"
+        )
+        run(str(bindir / "pg_ctl"), "-D", str(data), "-l", str(log), "-w", "-t", "60",
+            "-o", settings, "start")  # fmt: skip
+
+    def stop() -> None:
+        try:
+            run(str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop")
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+
+    try:
+        run(str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust",
+            "--no-sync", "-E", "UTF8", "--locale=C")  # fmt: skip
+    except BaseException:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+    for attempt in range(3):  # the free port may be taken between finding and binding it
+        port = _free_port()
+        try:
+            start(port)
+            break
+        except RuntimeError:
+            if attempt == 2:
+                shutil.rmtree(root, ignore_errors=True)
+                raise
+    try:
+        return PostgresServer(f"postgresql://postgres@127.0.0.1:{port}/postgres", stop)
+    except BaseException:
+        stop()
+        raise
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A running PostgreSQL server (skipped, or failed in CI, when there is none)."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        _unavailable("psycopg is not installed (pip install 'memctx[postgres]')")
+    external = os.environ.get(PG_URL_ENV)
+    if external:
+        server = PostgresServer(external.replace("+psycopg", ""))
+    else:
+        bindir = find_pg_bin()
+        if bindir is None:
+            _unavailable(
+                f"PostgreSQL binaries not found in /usr/lib/postgresql/*/bin (set {PG_BIN_ENV}, "
+                f"put pg_ctl on PATH, or "
+                f"set {PG_URL_ENV})"
+            )
+        assert bindir is not None
+        server = _start_server(bindir)
+    yield server
+    server.close()
+
+
+BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+
+
+@pytest.fixture(params=BACKENDS)
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty database: a SQLite file, or a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'memory.db'}"
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    return server.new_database()
+
+
+@pytest.fixture
+def open_store(store_url: str) -> Iterator[Callable[[], MemoryStore]]:
+    """Open more stores on the test's database (each closed at the end)."""
+    opened: list[MemoryStore] = []
+
+    def factory() -> MemoryStore:
+        store = MemoryStore.open(store_url)
+        opened.append(store)
+        return store
+
+    yield factory
+    for store in opened:
+        store.close()
+
+
+@pytest.fixture
+def store(open_store: Callable[[], MemoryStore]) -> MemoryStore:
+    """A store on an empty database."""
+    return open_store()
+
+
+@pytest.fixture
+def thread(store: MemoryStore) -> str:
+    """A thread ``t1`` holding a system chunk and three turns (ids s, u1, a1, u2)."""
+    store.create_thread("t1")
+    store.append(
+        "t1",
+        chunks.system("You are terse.", id="s"),
+        chunks.user("What is 2+2?", id="u1"),
+        chunks.assistant("4", id="a1"),
+        chunks.user("And 3+3?", id="u2"),
+    )
+    return "t1"
+
+
+def db_contents(store: MemoryStore) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of the store's tables, to show that a failed call changed nothing."""
+    tables = ["memctx_schema", "memctx_threads", "memctx_chunks", "memctx_batches",
+              "memctx_events", "memctx_token_counts"]  # fmt: skip
+    with store.engine.connect() as connection:
+        return {
+            table: sorted(tuple(row) for row in connection.execute(text(f"SELECT * FROM {table}")))
+            for table in tables
+        }
+
+
+@pytest.fixture
+def db_rows(store: MemoryStore) -> Callable[[], dict[str, list[tuple[Any, ...]]]]:
+    """Read every row of the test's database (compare before and after a failing call)."""
+    return lambda: db_contents(store)

@@ -1,0 +1,246 @@
+"""Builds through the store: the same result, a context.built event, a persisted token cache."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+
+from memctx import (
+    BuildOptionError,
+    BuildOptions,
+    Chunk,
+    ChunkType,
+    MemoryState,
+    TiktokenTokenizer,
+    chunks,
+    create_builder,
+    create_tokenizer,
+)
+from memctx._exceptions import StoreArgumentError
+from memctx.store import CONTEXT_BUILT, MemoryStore
+
+Rows = Callable[[], dict[str, list[tuple[object, ...]]]]
+
+
+class SpyTokenizer(TiktokenTokenizer):
+    """o200k_base, remembering every text it was asked to count."""
+
+    def __init__(self, encoding: str = "o200k_base") -> None:
+        super().__init__(encoding, model="gpt-4o")
+        self.counted: list[str] = []
+
+    def count(self, text: str) -> int:
+        self.counted.append(text)
+        return super().count(text)
+
+
+class KeylessTokenizer:
+    """A tokenizer of one's own, without a ``cache_key``."""
+
+    name = "words"
+    exact = False
+
+    def count(self, text: str) -> int:
+        return len(text.split())
+
+    def count_messages(self, messages: Iterable[Any]) -> int:
+        contents = [m["content"] if isinstance(m, dict) else m.content for m in messages]
+        return sum(self.count(c) + 3 for c in contents) + 3
+
+
+@pytest.fixture
+def long_thread(store: MemoryStore) -> str:
+    store.create_thread("t1")
+    store.append(
+        "t1",
+        chunks.system("You are a coding agent.", id="s"),
+        *(chunks.user(f"question {i} " + "word " * 30, id=f"u{i}") for i in range(6)),
+        chunks.tool_call("read_file", {"path": "a.py"}, call_id="c1", id="call"),
+        chunks.tool_result("read_file", "print(1)\n" * 20, call_id="c1", id="result"),
+    )
+    return "t1"
+
+
+def segments(state: MemoryState) -> set[str]:
+    builder = create_builder()
+    return {builder.rendered(chunk).segment for chunk in state}
+
+
+def test_a_store_build_equals_a_build_of_the_current_state(
+    store: MemoryStore, long_thread: str
+) -> None:
+    tokenizer = create_tokenizer("gpt-4o")
+    store.truncate(long_thread, remove_first=1)
+
+    result = store.build(long_thread, max_tokens=200, tokenizer=tokenizer)
+
+    expected = create_builder().build(
+        store.get_current_state(long_thread), max_tokens=200, tokenizer=tokenizer
+    )
+    assert result.messages == expected.messages
+    assert result.token_count == expected.token_count
+    assert result.included_chunk_ids == expected.included_chunk_ids
+
+
+def test_a_build_records_its_budget_count_and_what_was_left_out(
+    store: MemoryStore, long_thread: str
+) -> None:
+    result = store.build(long_thread, max_tokens=320, reserve_tokens=20,
+                         tokenizer=create_tokenizer("gpt-4o"))  # fmt: skip
+
+    [event] = store.events(long_thread, CONTEXT_BUILT)
+    assert result.excluded_chunk_ids
+    assert event.payload == {
+        "batch": 0, "max_tokens": 320, "reserve_tokens": 20, "budget": 300,
+        "strategy": "recent", "tokenizer": "gpt-4o (o200k_base)",
+        "token_count": result.token_count, "token_count_exact": True,
+        "messages": len(result.messages), "visible": 9,
+        "included": len(result.included_chunk_ids),
+        "excluded": len(result.excluded_chunk_ids),
+        "tokens_reused": 0, "tokens_counted": event.payload["tokens_counted"],
+    }  # fmt: skip
+    assert event.payload["tokens_counted"] >= len(result.included_chunk_ids)
+
+
+def test_build_options_can_be_given_as_one_object(store: MemoryStore, long_thread: str) -> None:
+    options = BuildOptions(max_tokens=150, exclude_types=[ChunkType.ENVIRONMENT])
+
+    result = store.build(long_thread, options=options)
+
+    assert "result" not in result.included_chunk_ids
+    assert store.events(long_thread, CONTEXT_BUILT)[0].payload["max_tokens"] == 150
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"max_tokens": 10, "options": BuildOptions()}, "not both"),
+        ({"max_tokens": 0}, "max_tokens"),
+        ({"colour": "red"}, "colour"),
+    ],
+)
+def test_bad_build_options_are_refused_and_nothing_is_recorded(
+    db_rows: Rows, store: MemoryStore, long_thread: str, kwargs: dict[str, object], message: str
+) -> None:
+    before = db_rows()
+
+    with pytest.raises(BuildOptionError, match=message):
+        store.build(long_thread, **kwargs)  # type: ignore[arg-type]
+    assert db_rows() == before
+
+
+class TestTokenCache:
+    def test_a_build_after_a_restart_counts_no_chunk_again(
+        self, open_store: Callable[[], MemoryStore], long_thread: str
+    ) -> None:
+        first = open_store()
+        first_result = first.build(long_thread, tokenizer=create_tokenizer("gpt-4o"))
+        first.close()
+        state = open_store().get_current_state(long_thread)
+        spy = SpyTokenizer()
+
+        again = open_store()
+        result = again.build(long_thread, builder=create_builder(), tokenizer=spy)
+
+        assert segments(state).isdisjoint(spy.counted)
+        assert result.token_count == first_result.token_count
+        event = again.events(long_thread, CONTEXT_BUILT)[-1]
+        assert (event.payload["tokens_reused"], event.payload["tokens_counted"]) == (9, 0)
+
+    def test_only_new_chunks_are_counted_on_the_next_build(
+        self, store: MemoryStore, long_thread: str
+    ) -> None:
+        store.build(long_thread, tokenizer=create_tokenizer("gpt-4o"))
+        new = chunks.assistant("A fresh answer.", id="fresh")
+        store.append(long_thread, new)
+        spy = SpyTokenizer()
+
+        store.build(long_thread, builder=create_builder(), tokenizer=spy)
+
+        counted_segments = segments(store.get_current_state(long_thread)) & set(spy.counted)
+        assert counted_segments == segments(MemoryState([new]))
+
+    def test_counts_are_kept_per_encoding(self, store: MemoryStore, long_thread: str) -> None:
+        store.build(long_thread, tokenizer=create_tokenizer("gpt-4o"))
+        spy = SpyTokenizer("cl100k_base")
+
+        store.build(long_thread, builder=create_builder(), tokenizer=spy)
+
+        assert segments(store.get_current_state(long_thread)) <= set(spy.counted)
+        with store.engine.connect() as connection:
+            keys = connection.execute(
+                text("SELECT tokenizer, COUNT(*) FROM memctx_token_counts GROUP BY tokenizer")
+            ).all()
+        assert sorted(keys) == [("tiktoken:cl100k_base", 9), ("tiktoken:o200k_base", 9)]
+
+    def test_counts_are_not_reused_under_another_renderer_chain(
+        self, store: MemoryStore, long_thread: str
+    ) -> None:
+        class Shouting:
+            def can_render(self, chunk: Chunk) -> bool:
+                return chunk.type is ChunkType.AGENT
+
+            def get_role(self, chunk: Chunk) -> str:
+                return "user"
+
+            def render(self, chunk: Chunk) -> str:
+                return f"<shout>{chunk.text.upper()}</shout>"
+
+        store.build(long_thread, tokenizer=create_tokenizer("gpt-4o"))
+        custom = create_builder(renderers=[Shouting()])  # type: ignore[list-item]
+        spy = SpyTokenizer()
+
+        store.build(long_thread, builder=custom, tokenizer=spy)
+
+        assert any("<shout>" in t for t in spy.counted)
+        event = store.events(long_thread, CONTEXT_BUILT)[-1]
+        assert event.payload["tokens_reused"] == 0
+
+    def test_a_tokenizer_without_a_cache_key_builds_but_caches_nothing(
+        self, store: MemoryStore, long_thread: str
+    ) -> None:
+        result = store.build(long_thread, tokenizer=KeylessTokenizer())
+
+        assert result.included_chunk_ids
+        with store.engine.connect() as connection:
+            stored = connection.execute(text("SELECT COUNT(*) FROM memctx_token_counts")).scalar()
+        assert stored == 0
+
+
+class TestEvents:
+    def test_events_of_your_own_are_recorded_in_order_and_filtered_by_kind(
+        self, store: MemoryStore, long_thread: str
+    ) -> None:
+        store.record_event(long_thread, "context.compressed",
+                           {"original_count": 9, "compressed_count": 4, "ratio": 0.44})  # fmt: skip
+        store.truncate(long_thread, keep_last=2)
+        store.record_event(long_thread, "context.compressed", {"original_count": 2})
+
+        assert [e.kind for e in store.events(long_thread)] == [
+            "context.compressed", "view.changed", "context.compressed",
+        ]  # fmt: skip
+        first, second = store.events(long_thread, "context.compressed")
+        assert first.payload == {"original_count": 9, "compressed_count": 4, "ratio": 0.44}
+        assert first.created_at <= second.created_at
+
+    @pytest.mark.parametrize(
+        ("kind", "payload", "message"),
+        [
+            ("", {}, "kind must be a non-empty string"),
+            ("x", [1, 2], "payload must be a JSON object"),
+            ("x", {"when": object()}, "not JSON"),
+            ("x", {"n": float("nan")}, "not JSON"),
+        ],
+    )
+    def test_an_unusable_event_is_refused(
+        self, db_rows: Rows, store: MemoryStore, long_thread: str, kind: str, payload: object,
+        message: str,
+    ) -> None:  # fmt: skip
+        before = db_rows()
+
+        with pytest.raises(StoreArgumentError, match=message):
+            store.record_event(long_thread, kind, payload)  # type: ignore[arg-type]
+        assert db_rows() == before

@@ -1,0 +1,290 @@
+"""Threads and appends: atomic, idempotent, gap-free, and never another thread's data."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+
+import pytest
+
+from memctx import (
+    ChunkConflictError,
+    ChunkNotFoundError,
+    InvalidChunkError,
+    MemoryState,
+    ThreadExistsError,
+    ThreadNotFoundError,
+    chunks,
+)
+from memctx._exceptions import StoreArgumentError
+from memctx.store import MemoryStore
+
+Rows = Callable[[], dict[str, list[tuple[object, ...]]]]
+T0 = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
+
+
+class TestThreads:
+    def test_a_created_thread_is_listed_and_empty(self, store: MemoryStore) -> None:
+        assert store.create_thread("t1") == "t1"
+
+        [info] = store.list_threads()
+        assert (info.id, info.chunk_count, info.batch, info.batch_count) == ("t1", 0, 0, 1)
+        assert store.get_current_state("t1") == MemoryState(thread_id="t1")
+        assert store.has_thread("t1")
+        assert not store.has_thread("t2")
+
+    def test_without_an_id_a_fresh_one_is_generated(self, store: MemoryStore) -> None:
+        first, second = store.create_thread(), store.create_thread()
+
+        assert first.startswith("thread_")
+        assert first != second
+        assert {t.id for t in store.list_threads()} == {first, second}
+
+    def test_creating_an_existing_thread_fails_unless_exist_ok(self, store: MemoryStore) -> None:
+        store.create_thread("t1")
+        store.append("t1", chunks.user("kept"))
+
+        with pytest.raises(ThreadExistsError, match="'t1' already exists"):
+            store.create_thread("t1")
+        assert store.create_thread("t1", exist_ok=True) == "t1"
+        assert [c.text for c in store.get_current_state("t1")] == ["kept"]
+
+    def test_deleting_a_thread_removes_all_its_data_and_only_its_data(
+        self, db_rows: Rows, store: MemoryStore, thread: str
+    ) -> None:
+        store.create_thread("other")
+        store.append("other", chunks.user("mine", id="u1"))
+        store.truncate(thread, keep_last=1)
+        store.record_event(thread, "custom.event", {"n": 1})
+
+        store.delete_thread(thread)
+
+        assert [t.id for t in store.list_threads()] == ["other"]
+        with pytest.raises(ThreadNotFoundError):
+            store.get_current_state(thread)
+        assert [c.text for c in store.get_current_state("other")] == ["mine"]
+        rows = db_rows()
+        assert all(row[0] == "other" for row in rows["memctx_threads"])
+        assert all(row[0] == "other" for row in rows["memctx_chunks"])
+
+    @pytest.mark.parametrize(
+        ("thread_id", "message"),
+        [
+            ("", "must not be empty"),
+            ("   ", "must not be empty"),
+            ("a\x00b", "control characters"),
+            ("x" * 256, "at most 255"),
+            (42, "must be a string"),
+        ],
+    )
+    def test_a_malformed_thread_id_is_refused_before_touching_the_database(
+        self, db_rows: Rows, store: MemoryStore, thread_id: object, message: str
+    ) -> None:
+        before = db_rows()
+
+        with pytest.raises(StoreArgumentError, match=message):
+            store.create_thread(thread_id)  # type: ignore[arg-type]
+        with pytest.raises(StoreArgumentError, match=message):
+            store.append(thread_id, chunks.user("x"))  # type: ignore[arg-type]
+        assert db_rows() == before
+
+
+class TestUnknownThreads:
+    @pytest.mark.parametrize(
+        "call",
+        [
+            lambda s: s.get_current_state("nope"),
+            lambda s: s.get_all_chunks("nope"),
+            lambda s: s.append("nope", chunks.user("x")),
+            lambda s: s.truncate("nope", keep_last=1),
+            lambda s: s.rollback("nope", 0),
+            lambda s: s.events("nope"),
+            lambda s: s.export_snapshot("nope"),
+            lambda s: s.delete_thread("nope"),
+            lambda s: s.build("nope"),
+            lambda s: s.thread_info("nope"),
+        ],
+        ids=[
+            "state",
+            "all_chunks",
+            "append",
+            "truncate",
+            "rollback",
+            "events",
+            "export",
+            "delete",
+            "build",
+            "info",
+        ],
+    )
+    def test_an_unknown_thread_is_a_clear_error_and_changes_nothing(
+        self, db_rows: Rows, store: MemoryStore, thread: str, call: Callable[[MemoryStore], object]
+    ) -> None:
+        before = db_rows()
+
+        with pytest.raises(ThreadNotFoundError, match="no thread 'nope'"):
+            call(store)
+        assert db_rows() == before
+
+    def test_appending_does_not_create_a_thread(self, store: MemoryStore) -> None:
+        with pytest.raises(ThreadNotFoundError):
+            store.append("t1", chunks.user("x"))
+
+        assert store.list_threads() == []
+
+
+class TestAppend:
+    def test_appended_chunks_come_back_equal_and_in_order(self, store: MemoryStore) -> None:
+        store.create_thread("t1")
+        given = [chunks.user(f"m{i}", created_at=T0) for i in range(5)]
+
+        assert store.append("t1", *given[:2]) == 2
+        assert store.append("t1", *given[2:]) == 3
+
+        assert store.get_current_state("t1") == MemoryState(given, thread_id="t1")
+        assert store.get_all_chunks("t1") == tuple(given)
+
+    def test_sequence_numbers_are_gap_free_in_append_order(self, store: MemoryStore) -> None:
+        store.create_thread("t1")
+        store.append("t1", chunks.user("a"), chunks.user("b"))
+        store.append("t1", chunks.user("c"))
+
+        history = store.history("t1")
+
+        assert [item.seq for item in history] == [1, 2, 3]
+        assert [item.chunk.text for item in history] == ["a", "b", "c"]
+        assert all(item.origin == "append" and item.visible for item in history)
+
+    def test_appending_the_same_chunks_again_is_a_no_op(
+        self, db_rows: Rows, store: MemoryStore
+    ) -> None:
+        store.create_thread("t1")
+        batch = [chunks.user("a", id="a"), chunks.assistant("b", id="b")]
+        store.append("t1", *batch)
+        before = db_rows()
+
+        assert store.append("t1", *batch) == 0
+        assert store.append("t1", batch[1], batch[0]) == 0
+        assert db_rows() == before
+
+    def test_a_retried_batch_stores_only_its_new_chunks(self, store: MemoryStore) -> None:
+        store.create_thread("t1")
+        a, b = chunks.user("a", id="a"), chunks.user("b", id="b")
+        store.append("t1", a)
+
+        assert store.append("t1", a, b) == 1
+        assert store.get_current_state("t1").ids == ("a", "b")
+
+    def test_a_chunk_given_twice_in_one_call_is_stored_once(self, store: MemoryStore) -> None:
+        store.create_thread("t1")
+        a = chunks.user("a", id="a")
+
+        assert store.append("t1", a, a) == 1
+        assert store.get_current_state("t1").ids == ("a",)
+
+    def test_a_different_chunk_under_a_stored_id_fails_and_writes_nothing_of_the_batch(
+        self, db_rows: Rows, store: MemoryStore
+    ) -> None:
+        store.create_thread("t1")
+        store.append("t1", chunks.user("original", id="x", created_at=T0))
+        before = db_rows()
+
+        with pytest.raises(ChunkConflictError, match=r"'x'.*content differ") as info:
+            store.append("t1", chunks.user("new"), chunks.user("changed", id="x", created_at=T0))
+        assert (info.value.thread_id, info.value.chunk_id) == ("t1", "x")
+        assert db_rows() == before
+
+    def test_two_different_chunks_with_one_id_in_one_call_fail(self, store: MemoryStore) -> None:
+        store.create_thread("t1")
+
+        with pytest.raises(ChunkConflictError, match="given twice in one call"):
+            store.append("t1", chunks.user("a", id="x"), chunks.user("b", id="x"))
+        assert store.get_all_chunks("t1") == ()
+
+    def test_json_values_python_calls_equal_but_that_render_differently_conflict(
+        self, store: MemoryStore
+    ) -> None:
+        """1 == True and 1 == 1.0 in Python, but they render differently, so they differ."""
+        store.create_thread("t1")
+        store.append("t1", chunks.tool_result("calc", {"v": 1}, id="r", created_at=T0))
+
+        for other in (True, 1.0):
+            with pytest.raises(ChunkConflictError, match="content differ"):
+                store.append("t1", chunks.tool_result("calc", {"v": other}, id="r", created_at=T0))
+
+    def test_the_same_id_may_be_used_by_two_threads(self, store: MemoryStore) -> None:
+        store.create_thread("t1")
+        store.create_thread("t2")
+
+        store.append("t1", chunks.user("one", id="x"))
+        store.append("t2", chunks.user("two", id="x"))
+
+        assert [c.text for c in store.get_current_state("t1")] == ["one"]
+        assert [c.text for c in store.get_current_state("t2")] == ["two"]
+
+    def test_a_non_chunk_is_refused_before_anything_is_written(self, store: MemoryStore) -> None:
+        store.create_thread("t1")
+
+        with pytest.raises(InvalidChunkError, match="must be a Chunk, got dict"):
+            store.append("t1", chunks.user("ok"), {"type": "AGENT"})  # type: ignore[arg-type]
+        assert store.get_all_chunks("t1") == ()
+
+    def test_an_id_the_database_cannot_hold_is_refused(self, store: MemoryStore) -> None:
+        store.create_thread("t1")
+
+        with pytest.raises(InvalidChunkError, match="id: contains NUL"):
+            store.append("t1", chunks.user("x", id="a\x00b"))
+        assert store.get_all_chunks("t1") == ()
+
+
+class TestOtherThreadsData:
+    def test_a_chunk_id_of_another_thread_is_not_found_and_said_so(
+        self, db_rows: Rows, store: MemoryStore, thread: str
+    ) -> None:
+        store.create_thread("t2")
+        store.append("t2", chunks.user("other", id="only-in-t2"))
+        before = db_rows()
+
+        with pytest.raises(ChunkNotFoundError, match=r"'t1' has no chunk.*another thread"):
+            store.replace(thread, "only-in-t2", chunks.user("x"))
+        assert db_rows() == before
+
+    def test_a_state_never_holds_another_threads_chunks(self, store: MemoryStore) -> None:
+        for name in ("t1", "t2"):
+            store.create_thread(name)
+            store.append(name, *(chunks.user(f"{name}-{i}") for i in range(3)))
+        store.truncate("t1", keep_last=1)
+        store.rollback("t1", 0)
+
+        for name in ("t1", "t2"):
+            texts = [c.text for c in store.get_all_chunks(name)]
+            assert texts == [f"{name}-{i}" for i in range(3)]
+            assert store.get_current_state(name).thread_id == name
+
+
+class TestPersistence:
+    def test_everything_survives_closing_and_reopening(
+        self, open_store: Callable[[], MemoryStore]
+    ) -> None:
+        first = open_store()
+        first.create_thread("t1")
+        first.append("t1", chunks.system("rules", id="s"), chunks.user("hi", id="u"))
+        first.truncate("t1", keep_last=1)
+        state = first.get_current_state("t1")
+        first.close()
+
+        second = open_store()
+
+        assert second.get_current_state("t1") == state
+        assert [c.id for c in second.get_all_chunks("t1")] == ["s", "u"]
+        assert [b.operation for b in second.batches("t1")] == ["create", "truncate"]
+
+    def test_two_open_stores_see_each_others_writes(
+        self, open_store: Callable[[], MemoryStore]
+    ) -> None:
+        writer, reader = open_store(), open_store()
+        writer.create_thread("t1")
+
+        writer.append("t1", chunks.user("hello", id="u"))
+
+        assert reader.get_current_state("t1").ids == ("u",)
