@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
@@ -56,24 +57,30 @@ class Rendered:
         self.safe_start = bool(first) and not first.isspace() and first != "/"
 
 
-class _ChainKey:
-    """Memo key of a renderer chain: equal chains share memoised renderings."""
+class _ChainToken:
+    """Memo key of one renderer chain (identity-hashed, so lookups stay in C)."""
 
-    __slots__ = ("_chain", "_hash")
+    __slots__ = ("names",)
 
     def __init__(self, chain: tuple[ChunkRenderer, ...]) -> None:
-        self._chain = chain
-        self._hash = hash(tuple(id(r) for r in chain))
+        self.names = tuple(type(r).__qualname__ for r in chain)
 
-    def __hash__(self) -> int:
-        return self._hash
+    def __repr__(self) -> str:
+        return f"_ChainToken({', '.join(self.names)})"
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, _ChainKey):
-            return NotImplemented
-        return len(self._chain) == len(other._chain) and all(
-            a is b for a, b in zip(self._chain, other._chain, strict=True)
-        )
+
+# Equal chains (the same renderer objects in the same order) share one token,
+# so builders made alike share memoised renderings. Holds the renderers alive.
+_CHAIN_TOKENS: dict[tuple[ChunkRenderer, ...], _ChainToken] = {}
+_CHAIN_LOCK = threading.Lock()
+
+
+def _chain_token(chain: tuple[ChunkRenderer, ...]) -> _ChainToken:
+    with _CHAIN_LOCK:
+        token = _CHAIN_TOKENS.get(chain)
+        if token is None:
+            token = _CHAIN_TOKENS[chain] = _ChainToken(chain)
+        return token
 
 
 class ContextBuilder:
@@ -89,8 +96,10 @@ class ContextBuilder:
     ) -> None:
         self.registry = registry if registry is not None else RendererRegistry()
         self.tokenizer: Tokenizer = tokenizer if tokenizer is not None else EstimatingTokenizer()
-        self._chain_key: _ChainKey | None = None
+        self._chain_key: _ChainToken | None = None
         self._chain_generation = -1
+        # Per tokenizer cache key: (reply priming, {role: per-message overhead}).
+        self._overheads: dict[Any, dict[str, int]] = {}
 
     def register_renderer(self, renderer: ChunkRenderer) -> None:
         """Register ``renderer`` ahead of all others (see :class:`RendererRegistry`)."""
@@ -98,9 +107,9 @@ class ContextBuilder:
 
     # -- rendering -------------------------------------------------------------
 
-    def _key(self) -> _ChainKey:
+    def _key(self) -> _ChainToken:
         if self._chain_generation != self.registry.generation:
-            self._chain_key = _ChainKey(self.registry.renderers)
+            self._chain_key = _chain_token(self.registry.renderers)
             self._chain_generation = self.registry.generation
         assert self._chain_key is not None
         return self._chain_key
@@ -210,7 +219,10 @@ class _BuildRun:
         self.tokenizer: Tokenizer = opts.tokenizer or builder.tokenizer
         self.chunks = state.chunks
         self.index: StateIndex = state_index(state)
-        self.rendered_cache: dict[int, Rendered] = {}
+        # Memo keys, computed once per build (see ContextBuilder.rendered/tokens).
+        self.render_key = builder._key()
+        self.count_key = (self.render_key, getattr(self.tokenizer, "cache_key", self.tokenizer))
+        self.bound_key = (self.count_key, "at least")
         self.excluded_types = set(opts.exclude_types)
         if not opts.include_system:
             self.excluded_types.add(ChunkType.SYSTEM)
@@ -220,17 +232,21 @@ class _BuildRun:
     # -- per-position accessors ---------------------------------------------------------
 
     def rendered(self, position: int) -> Rendered:
-        found = self.rendered_cache.get(position)
+        chunk = self.chunks[position]
+        found: Rendered | None = chunk._memo.get(self.render_key)
         if found is None:
-            found = self.builder.rendered(self.chunks[position])
-            self.rendered_cache[position] = found
+            found = self.builder.rendered(chunk)
         return found
 
     def role(self, position: int) -> Role:
         return self.rendered(position).role
 
     def measure(self, position: int) -> int:
-        return self.builder.tokens(self.chunks[position], self.tokenizer)
+        chunk = self.chunks[position]
+        found: int | None = chunk._memo.get(self.count_key)
+        if found is None:
+            found = self.builder.tokens(chunk, self.tokenizer)
+        return found
 
     def measure_within(self, position: int, limit: int) -> int | None:
         """The tokens of ``position`` if at most ``limit``; None if it cannot fit.
@@ -242,14 +258,22 @@ class _BuildRun:
         if limit <= 0:
             return None
         chunk = self.chunks[position]
-        known = self.builder.cached_tokens(chunk, self.tokenizer)
+        memo = chunk._memo
+        known: int | None = memo.get(self.count_key)
         if known is None and isinstance(self.tokenizer, TiktokenTokenizer):
+            # A lower bound from an earlier probe: "this chunk has at least N tokens".
+            at_least: int | None = memo.get(self.bound_key)
+            if at_least is not None and at_least > limit:
+                return None
             segment = self.rendered(position).segment
             probe = PREFIX_CHARS_PER_TOKEN * (limit + 1)
             if len(segment) > 2 * probe:
                 cut = safe_split_point(segment, probe)
-                if cut is not None and self.tokenizer.count(segment[:cut]) > limit:
-                    return None
+                if cut is not None:
+                    bound = self.tokenizer.count(segment[:cut])
+                    if bound > limit:
+                        memo[self.bound_key] = max(bound, at_least or 0)
+                        return None
         tokens = known if known is not None else self.measure(position)
         return tokens if tokens <= limit else None
 
@@ -345,10 +369,15 @@ class _BuildRun:
 
     def cost_model(self) -> CostModel:
         tokenizer = self.tokenizer
-        priming = tokenizer.count_messages([])
-        overhead: dict[str, int] = {"priming": priming}
-        for role in ("system", "user", "assistant"):
-            overhead[role] = tokenizer.count_messages([{"role": role, "content": ""}]) - priming
+        cache_key = getattr(tokenizer, "cache_key", tokenizer)
+        overhead = self.builder._overheads.get(cache_key)
+        if overhead is None:
+            priming = tokenizer.count_messages([])
+            overhead = {"priming": priming}
+            for role in ("system", "user", "assistant"):
+                with_role = tokenizer.count_messages([{"role": role, "content": ""}])
+                overhead[role] = with_role - priming
+            self.builder._overheads[cache_key] = overhead
         prompt = self.opts.system_prompt or ""
         self.prompt_segment = prompt if not prompt or prompt.endswith("\n") else prompt + "\n"
         self.prompt_tokens = tokenizer.count(self.prompt_segment) if prompt else 0

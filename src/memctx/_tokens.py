@@ -95,6 +95,7 @@ class TiktokenTokenizer(_ChatFormatMixin):
         self._model = model
         self._exact = exact
         self.encoding_name = encoding
+        self._cache_key = "tiktoken:" + encoding
 
     @property
     def name(self) -> str:
@@ -111,7 +112,7 @@ class TiktokenTokenizer(_ChatFormatMixin):
     @property
     def cache_key(self) -> str:
         """Tokenizers that count alike share memoised counts under this key."""
-        return "tiktoken:" + self.encoding_name
+        return self._cache_key
 
     @property
     def encoding(self) -> tiktoken.Encoding:
