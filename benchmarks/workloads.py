@@ -36,7 +36,7 @@ import attrs
 from memctx import Chunk, MemoryState, chunks
 from memctx.importers import load_openai_transcript
 
-TRAJECTORY_DIR: Final = Path(__file__).resolve().parents[2] / "shared" / "data" / "trajectories"
+TRAJECTORY_DIR: Final = Path(__file__).resolve().parents[1] / "examples" / "trajectories"
 CHARS_PER_TOKEN: Final = 3.7
 """Measured on the corpus with o200k_base; used to size generated text."""
 SEED: Final = 20240605
