@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 import click
 
 from memctx._builder import create_builder
+from memctx._cli_options import build_options
 from memctx._exceptions import MemctxError
-from memctx._options import STRATEGIES
 from memctx._tokens import create_tokenizer
 from memctx.statefile import load_state, save_state, write_text_atomic
 
@@ -66,29 +66,7 @@ def render(state_file: Path) -> None:
 
 @main.command()
 @click.argument("state_file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--max-tokens", type=click.IntRange(min=1), default=None, help="Token budget.")
-@click.option(
-    "--reserve",
-    "reserve_tokens",
-    type=click.IntRange(min=0),
-    default=0,
-    help="Tokens kept free for the answer.",
-)
-@click.option(
-    "--model",
-    default="estimate",
-    show_default=True,
-    help="Model or encoding to count with (e.g. gpt-4o, cl100k_base, estimate).",
-)
-@click.option("--system-prompt", default=None, help="Text opening the system message.")
-@click.option("--strategy", type=click.Choice(STRATEGIES), default="recent", show_default=True)
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["text", "json", "openai"]),
-    default="text",
-    show_default=True,
-)
+@build_options
 @friendly_errors
 def build(
     state_file: Path,

@@ -57,6 +57,7 @@ __all__ = [
     "dumps_state",
     "load_state",
     "loads_state",
+    "parse_json",
     "save_state",
     "state_from_dict",
     "state_to_dict",
@@ -201,17 +202,21 @@ def escape_surrogates(json_text: str) -> str:
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", json_text)
 
 
-def loads_state(text: str | bytes) -> MemoryState:
-    """Parse a state from JSON text."""
+def parse_json(text: str | bytes | bytearray) -> Any:
+    """Parse JSON text, raising :class:`StateFileError` with the position of a syntax error."""
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise StateFileError(
             f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from None
     except UnicodeDecodeError as exc:
         raise StateFileError(f"not valid UTF-8: {exc.reason} at byte {exc.start}") from None
-    return state_from_dict(data)
+
+
+def loads_state(text: str | bytes) -> MemoryState:
+    """Parse a state from JSON text."""
+    return state_from_dict(parse_json(text))
 
 
 def load_state(path: str | os.PathLike[str]) -> MemoryState:

@@ -25,7 +25,6 @@ current batch shows) before it writes anything. A state file without a
 from __future__ import annotations
 
 import datetime as _dt
-import json
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -34,7 +33,13 @@ from sqlmodel import Session, col, select
 
 from memctx._exceptions import StateFileError, UnsupportedVersionError
 from memctx._state import MemoryState
-from memctx.statefile import FORMAT_VERSION, chunk_from_dict, chunk_to_dict, state_from_dict
+from memctx.statefile import (
+    FORMAT_VERSION,
+    chunk_from_dict,
+    chunk_to_dict,
+    parse_json,
+    state_from_dict,
+)
 from memctx.store._queries import get_batch, get_thread, record_event, visible_seqs
 from memctx.store._records import SNAPSHOT_IMPORTED
 from memctx.store._schema import (
@@ -138,14 +143,7 @@ def _object(value: object, field: str, allowed: frozenset[str]) -> Mapping[str, 
 def parse_snapshot(data: object) -> Snapshot:
     """Check a snapshot (a mapping, or JSON text) completely; :class:`StateFileError` if bad."""
     if isinstance(data, str | bytes | bytearray):
-        try:
-            data = json.loads(data)
-        except json.JSONDecodeError as exc:
-            raise StateFileError(
-                f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-            ) from None
-        except UnicodeDecodeError as exc:
-            raise StateFileError(f"not valid UTF-8: {exc.reason} at byte {exc.start}") from None
+        data = parse_json(data)
     state = state_from_dict(data)
     assert isinstance(data, Mapping)
     if "store" not in data:

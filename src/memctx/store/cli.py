@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from memctx._cli_options import build_options
 from memctx.store import _cli_views
 from memctx.store._cli_common import (
     chunks_from_json,
@@ -162,34 +163,7 @@ def append(
 
 @thread.command("build")
 @click.argument("thread_id")
-@click.option("--max-tokens", type=click.IntRange(min=1), default=None, help="Token budget.")
-@click.option(
-    "--reserve",
-    "reserve_tokens",
-    type=click.IntRange(min=0),
-    default=0,
-    help="Tokens kept free for the answer.",
-)
-@click.option(
-    "--model",
-    default="estimate",
-    show_default=True,
-    help="Model or encoding to count with (e.g. gpt-4o, cl100k_base, estimate).",
-)
-@click.option("--system-prompt", default=None, help="Text opening the system message.")
-@click.option(
-    "--strategy",
-    type=click.Choice(["recent", "priority", "in_order"]),
-    default="recent",
-    show_default=True,
-)
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["text", "json", "openai"]),
-    default="text",
-    show_default=True,
-)
+@build_options
 @db_option
 @friendly
 def build(
