@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import pytest
 
@@ -441,3 +442,34 @@ class TestIncrementalHistories:
             base.append(chunks.user("x", id="x"), chunks.user("x2", id="x"))
         assert "x" not in base
         assert base.append(chunks.user("x", id="x")).ids == ("a", "x")
+
+
+class SuperadditiveTokenizer:
+    """A custom tokenizer whose count of a whole exceeds the sum of its parts."""
+
+    name = "superadditive"
+    exact = False
+
+    def count(self, text: str) -> int:
+        return len(text) ** 2 // 400
+
+    def count_messages(self, messages: Any) -> int:
+        total = 3
+        for message in messages:
+            content = message["content"] if isinstance(message, dict) else message.content
+            total += 4 + self.count(content)
+        return total
+
+
+def test_custom_tokenizer_counts_are_trimmed_to_the_budget_by_recounting(
+    builder: ContextBuilder,
+) -> None:
+    tokenizer = SuperadditiveTokenizer()
+    state = MemoryState([chunks.user(f"user turn {i} " * 3, id=f"u{i}") for i in range(40)])
+    result = builder.build(state, max_tokens=2_000, tokenizer=tokenizer)
+    assert result.recounted is True
+    assert result.token_count == tokenizer.count_messages(result.messages)
+    assert result.token_count <= 2_000
+    # Piecewise, far more chunks looked affordable than the recount allowed.
+    assert 1 < len(result.included_chunk_ids) < 40
+    assert result.included_chunk_ids[-1] == "u39"

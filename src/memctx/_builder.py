@@ -407,8 +407,9 @@ class _BuildRun:
             units.sort(key=lambda u: (-max(chunks[p].priority for p in u), -u[-1]))
         return units
 
-    def assemble(self, selection: Selection, pinned: set[int]) -> ContextBuildResult:
-        chunks, tokenizer = self.chunks, self.tokenizer
+    def messages(self, selection: Selection) -> tuple[list[ContextMessage], bool]:
+        """The messages of ``selection``, and whether their counts add up exactly."""
+        chunks = self.chunks
         messages: list[ContextMessage] = []
         all_safe = True
         if selection.system or self.prompt_segment:
@@ -435,19 +436,25 @@ class _BuildRun:
             run_ids.append(chunks[position].id)
         if run_role is not None:
             messages.append(ContextMessage(run_role, "".join(run_parts), tuple(run_ids)))
+        return messages, all_safe
 
+    def assemble(self, selection: Selection, pinned: set[int]) -> ContextBuildResult:
+        chunks, tokenizer = self.chunks, self.tokenizer
+        messages, all_safe = self.messages(selection)
         token_count = selection.used
         recounted = False
-        additive = isinstance(tokenizer, TiktokenTokenizer) and all_safe
-        if not additive:
+        if not (isinstance(tokenizer, TiktokenTokenizer) and all_safe):
             # Counts of the pieces may not add up to the count of the whole
             # (chars/4 rounds per message; a custom tokenizer or renderer may
-            # merge across chunks): count the messages themselves.
-            token_count = tokenizer.count_messages(messages)
+            # merge across chunks): count the messages themselves, and drop
+            # the oldest unpinned units while that comes out over the budget.
             recounted = True
             budget = self.opts.budget
-            if budget is not None and token_count > budget:
-                return self.assemble(self.drop_oldest(selection, pinned), pinned)
+            token_count = tokenizer.count_messages(messages)
+            while budget is not None and token_count > budget:
+                selection = self.drop_oldest(selection, pinned)
+                messages, _ = self.messages(selection)
+                token_count = tokenizer.count_messages(messages)
 
         included = sorted(selection.body + selection.system)
         included_ids = tuple(chunks[p].id for p in included)
