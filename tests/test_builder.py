@@ -473,3 +473,16 @@ def test_custom_tokenizer_counts_are_trimmed_to_the_budget_by_recounting(
     # Piecewise, far more chunks looked affordable than the recount allowed.
     assert 1 < len(result.included_chunk_ids) < 40
     assert result.included_chunk_ids[-1] == "u39"
+
+
+def test_pinned_chunks_over_budget_on_recount_report_the_recounted_need(
+    builder: ContextBuilder,
+) -> None:
+    tokenizer = SuperadditiveTokenizer()
+    # Piecewise the two pinned chunks fit in 400 tokens; counted whole they do not.
+    state = MemoryState([chunks.user("x" * 200, id=f"u{i}", pinned=True) for i in range(2)])
+    with pytest.raises(BudgetExceededError) as info:
+        builder.build(state, max_tokens=400, tokenizer=tokenizer)
+    whole = tokenizer.count_messages(builder.build(state, tokenizer=tokenizer).messages)
+    assert info.value.needed == whole
+    assert whole > 400

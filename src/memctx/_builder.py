@@ -452,7 +452,7 @@ class _BuildRun:
             budget = self.opts.budget
             token_count = tokenizer.count_messages(messages)
             while budget is not None and token_count > budget:
-                selection = self.drop_oldest(selection, pinned)
+                selection = self.drop_oldest(selection, pinned, token_count)
                 messages, _ = self.messages(selection)
                 token_count = tokenizer.count_messages(messages)
 
@@ -461,9 +461,11 @@ class _BuildRun:
         chunk_tokens = {chunks[p].id: self.measure(p) for p in included}
         for position in selection.measured_excluded:
             chunk_tokens[chunks[position].id] = self.measure(position)
-        replaced = {
-            chunks[p].id: self.rendered(p).replaced for p in included if self.rendered(p).replaced
-        }
+        replaced = {}
+        for position in included:
+            count = self.rendered(position).replaced
+            if count:
+                replaced[chunks[position].id] = count
         return ContextBuildResult(
             messages=tuple(messages),
             token_count=token_count,
@@ -479,8 +481,8 @@ class _BuildRun:
             exclusions_source=_ExclusionReport(self, set(included)),
         )
 
-    def drop_oldest(self, selection: Selection, pinned: set[int]) -> Selection:
-        """Remove the oldest unpinned unit (for a recount that came out over budget)."""
+    def drop_oldest(self, selection: Selection, pinned: set[int], needed: int) -> Selection:
+        """Remove the oldest unpinned unit (a recount gave ``needed`` tokens, over budget)."""
         for position in sorted(selection.body + selection.system):
             if position in pinned:
                 continue
@@ -494,7 +496,7 @@ class _BuildRun:
                 selection.cut,
             )
         raise BudgetExceededError(
-            self.tokenizer.count_messages([]), self.opts.budget or 0, "nothing left to drop"
+            needed, self.opts.budget or 0, f"counted afresh with {self.tokenizer.name}"
         )
 
 
