@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import click
 
 from memctx._builder import create_builder
-from memctx._cli_options import build_options
+from memctx._cli_options import build_options, print_build_result, result_to_json
 from memctx._exceptions import MemctxError
 from memctx._tokens import create_tokenizer
 from memctx.statefile import load_state, save_state, write_text_atomic
@@ -87,37 +87,7 @@ def build(
         system_prompt=system_prompt,
         strategy=strategy,
     )
-    if output_format == "text":
-        click.echo(result.to_text())
-    elif output_format == "openai":
-        click.echo(json.dumps(result.to_openai(), ensure_ascii=False, indent=2))
-    else:
-        click.echo(json.dumps(result_to_json(result), ensure_ascii=False, indent=2))
-    click.echo(result.summary(), err=True)
-
-
-def result_to_json(result: Any) -> dict[str, Any]:
-    """The whole build result as JSON: messages and report."""
-    return {
-        "messages": [
-            {"role": m.role, "content": m.content, "chunk_ids": list(m.chunk_ids)}
-            for m in result.messages
-        ],
-        "token_count": result.token_count,
-        "token_count_exact": result.token_count_exact,
-        "tokenizer": result.tokenizer_name,
-        "max_tokens": result.max_tokens,
-        "reserve_tokens": result.reserve_tokens,
-        "strategy": result.strategy,
-        "included_chunk_ids": list(result.included_chunk_ids),
-        "excluded_chunk_ids": list(result.excluded_chunk_ids),
-        "exclusions": {
-            cid: {"reason": e.reason.value, "tokens": e.tokens}
-            for cid, e in result.exclusions.items()
-        },
-        "chunk_tokens": dict(result.chunk_tokens),
-        "replaced_characters": dict(result.replaced_characters),
-    }
+    print_build_result(result, output_format)
 
 
 @main.command("import-openai")

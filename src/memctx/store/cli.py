@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from memctx._cli_options import build_options
+from memctx._cli_options import build_options, print_build_result
 from memctx.store import _cli_views
 from memctx.store._cli_common import (
     chunks_from_json,
@@ -177,7 +177,6 @@ def build(
 ) -> None:
     """Build the messages for THREAD_ID (recorded as a context.built event); report on stderr."""
     from memctx import create_tokenizer
-    from memctx.cli import result_to_json
 
     tokenizer = create_tokenizer(model)
     with open_store() as store:
@@ -189,13 +188,7 @@ def build(
             system_prompt=system_prompt,
             strategy=strategy,
         )
-    if output_format == "text":
-        click.echo(result.to_text())
-    elif output_format == "openai":
-        click.echo(json.dumps(result.to_openai(), ensure_ascii=False, indent=2))
-    else:
-        click.echo(json.dumps(result_to_json(result), ensure_ascii=False, indent=2))
-    note(result.summary())
+    print_build_result(result, output_format)
 
 
 @thread.command("export")
