@@ -31,8 +31,6 @@ class Selection:
     """Exact tokens of everything chosen, with overhead and reply priming."""
     measured_excluded: list[int] = attrs.field(factory=list)
     """Left-out positions whose tokens were measured."""
-    cut: int | None = None
-    """``recent`` only: every candidate below this position was not examined."""
 
 
 @attrs.define
@@ -101,7 +99,7 @@ def select_recent(
         else:
             position = next(iterator, -1)
             if position < 0:
-                return Selection(sorted(body), sorted(system), used, measured, cut=None)
+                return Selection(sorted(body), sorted(system), used, measured)
         if position in pinned:
             if costs.role(position) != "system":
                 head_role = costs.role(position)
@@ -147,7 +145,7 @@ def select_recent(
             block_head = role
         if overflow or (budget is not None and used + cost > budget):
             measured.extend(block_measured)
-            return Selection(sorted(body), sorted(system), used, measured, cut=block[-1])
+            return Selection(sorted(body), sorted(system), used, measured)
         used += cost
         head_role = block_head
         has_system = block_system

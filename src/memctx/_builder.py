@@ -493,7 +493,6 @@ class _BuildRun:
                 [p for p in selection.system if p not in drop],
                 selection.used,
                 selection.measured_excluded + sorted(drop),
-                selection.cut,
             )
         raise BudgetExceededError(
             needed, self.opts.budget or 0, f"counted afresh with {self.tokenizer.name}"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
 from typing import Protocol, runtime_checkable
 
 from memctx._chunk import Chunk, Role
@@ -163,7 +163,3 @@ def _check_renderer(renderer: object, what: str) -> ChunkRenderer:
             f"{what} {renderer!r} is not a ChunkRenderer: missing {', '.join(missing)}"
         )
     return renderer
-
-
-RendererFactory = Callable[[], ChunkRenderer]
-RendererSequence = Sequence[ChunkRenderer]
