@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+import pickle
 from typing import Any
 
 import attrs
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memctx import (
     Chunk,
@@ -156,6 +158,59 @@ class TestAppend:
         with pytest.raises(InvalidChunkError, match=r"^chunks\[1\]: "):
             abc.append(make("e"), "not a chunk")  # type: ignore[arg-type]
 
+    def test_a_parent_does_not_see_what_was_appended_to_it(self, abc: MemoryState) -> None:
+        longer = abc.append(make("e"))
+
+        assert (len(abc), list(abc)[-1].id, abc[-1].id, abc.chunks[-1].id) == (4, "d", "d", "d")
+        with pytest.raises(IndexError):
+            abc[4]
+        assert longer[4].id == longer[-1].id == "e"
+
+    def test_out_of_range_positions_raise_index_error(self, abc: MemoryState) -> None:
+        with pytest.raises(IndexError):
+            abc[-5]
+        with pytest.raises(IndexError):
+            abc.append(make("e"))[5]
+
+    def test_appending_nothing_then_branching_keeps_both_states(self, abc: MemoryState) -> None:
+        same = abc.extend([])
+
+        left, right = same.append(make("x")), abc.append(make("y"))
+
+        assert (same.ids, left.ids[-1], right.ids[-1]) == (abc.ids, "x", "y")
+        assert "x" not in right
+        assert "y" not in left
+
+    @settings(max_examples=60, deadline=None)
+    @given(
+        steps=st.lists(
+            st.tuples(st.integers(min_value=0, max_value=50), st.integers(0, 3)),
+            min_size=1,
+            max_size=25,
+        )
+    )
+    def test_any_tree_of_appends_equals_states_built_at_once(
+        self, steps: list[tuple[int, int]]
+    ) -> None:
+        """Appending shares one chunk list along a history; branches must never see each other."""
+        made = [MemoryState([make("root")], thread_id="t")]
+        contents = [[make("root")]]
+        for number, (parent_pick, count) in enumerate(steps):
+            pick = parent_pick % len(made)
+            added = [make(f"n{number}-{i}") for i in range(count)]
+            made.append(made[pick].extend(added))
+            contents.append(contents[pick] + added)
+
+        for state, content in zip(made, contents, strict=True):
+            ids = [chunk.id for chunk in content]
+            at_once = MemoryState(content, thread_id="t")
+            assert state == at_once
+            assert (len(state), state.ids, state.thread_id) == (len(ids), tuple(ids), "t")
+            assert [state.index_of(i) for i in ids] == list(range(len(ids)))
+            assert all(state[p].id == i for p, i in enumerate(ids))
+            others = {c.id for s in made for c in s} - set(ids)
+            assert not any(i in state for i in others)
+
 
 class TestDuplicateIds:
     def test_are_rejected_on_construction(self) -> None:
@@ -220,6 +275,11 @@ class TestImmutability:
     def test_fields_cannot_be_assigned(self, abc: MemoryState) -> None:
         with pytest.raises(attrs.exceptions.FrozenInstanceError):
             abc.chunks = ()  # type: ignore[misc]
+
+    def test_survives_a_pickle_round_trip_and_can_still_grow(self, abc: MemoryState) -> None:
+        copy = pickle.loads(pickle.dumps(abc.append(make("e"))))
+
+        assert (copy, copy.append(make("f")).ids[-1]) == (abc.append(make("e")), "f")
 
     def test_changing_the_input_list_does_not_change_the_state(self) -> None:
         given_chunks = [make("a")]

@@ -13,6 +13,7 @@ every ``subagent_result`` of that ``subagent_id``.
 from __future__ import annotations
 
 from array import array
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from memctx._chunk import Chunk, ChunkType
@@ -49,17 +50,17 @@ class StateIndex:
 
     __slots__ = (
         "cut_blocked",
+        "length",
         "members",
         "openers",
         "pending",
         "pinned_positions",
         "system_positions",
-        "tip",
         "unit_of",
     )
 
     def __init__(self) -> None:
-        self.tip: tuple[Chunk, ...] = ()
+        self.length = 0  # how many chunks are indexed
         self.system_positions: list[int] = []
         self.pinned_positions: list[int] = []
         self.unit_of: dict[int, UnitKey] = {}
@@ -69,11 +70,11 @@ class StateIndex:
         # cut_blocked[k] > 0: keeping chunks[k:] would split a unit.
         self.cut_blocked: array[int] = array("i")
 
-    def extend_to(self, chunks: tuple[Chunk, ...]) -> None:
-        """Index ``chunks[len(self.tip):]``; ``self.tip`` must be a prefix of ``chunks``."""
-        start = len(self.tip)
-        self.cut_blocked.extend([0] * (len(chunks) - start))
-        for position in range(start, len(chunks)):
+    def extend_to(self, chunks: Sequence[Chunk], length: int) -> None:
+        """Index ``chunks[self.length:length]``; the first ``self.length`` are indexed already."""
+        start = self.length
+        self.cut_blocked.extend([0] * (length - start))
+        for position in range(start, length):
             chunk = chunks[position]
             if chunk.type is ChunkType.SYSTEM:
                 self.system_positions.append(position)
@@ -103,7 +104,7 @@ class StateIndex:
             for k in range(last + 1, position + 1):
                 blocked[k] += 1
             positions.append(position)
-        self.tip = chunks
+        self.length = length
 
     def safe_cut(self, position: int) -> int:
         """The largest ``k <= position`` where keeping ``chunks[k:]`` splits no unit."""
@@ -132,10 +133,10 @@ def state_index(state: MemoryState) -> StateIndex:
     """
     lineage = state._lineage
     index = lineage.budget_index
-    if index.tip is state.chunks:
+    if index.length == len(state):
         return index
     if not state._private_index:
         private = StateIndex()
-        private.extend_to(state.chunks)
+        private.extend_to(lineage.items, len(state))
         state._private_index.append(private)
     return state._private_index[0]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Iterator
+from itertools import islice
 from typing import Any, Final
 
 from memctx._analysis import StateIndex, state_index
@@ -217,7 +218,10 @@ class _BuildRun:
         self.state = state
         self.opts = opts
         self.tokenizer: Tokenizer = opts.tokenizer or builder.tokenizer
-        self.chunks = state.chunks
+        # The state's lineage list: positions past ``self.length`` belong to
+        # states appended to this one and are never read here.
+        self.chunks: list[Chunk] = state._lineage.items
+        self.length = len(state)
         self.index: StateIndex = state_index(state)
         # Memo keys, computed once per build (see ContextBuilder.rendered/tokens).
         self.render_key = builder._key()
@@ -296,9 +300,9 @@ class _BuildRun:
                     yield position
             return
         if not self.excluded_types:
-            yield from range(len(chunks) - 1, -1, -1)
+            yield from range(self.length - 1, -1, -1)
             return
-        for position in range(len(chunks) - 1, -1, -1):
+        for position in range(self.length - 1, -1, -1):
             if chunks[position].type not in self.excluded_types:
                 yield position
 
@@ -393,7 +397,7 @@ class _BuildRun:
     def units(self) -> list[list[int]]:
         """Every candidate as an atomic unit, in the order the strategy adds them."""
         index, chunks = self.index, self.chunks
-        positions = self.only if self.only is not None else range(len(chunks))
+        positions = self.only if self.only is not None else range(self.length)
         seen: set[int] = set()
         units: list[list[int]] = []
         for position in positions:
@@ -511,7 +515,7 @@ class _ExclusionReport:
         chunks = run.chunks
         excluded: list[str] = []
         exclusions: dict[str, Exclusion] = {}
-        for position, chunk in enumerate(chunks):
+        for position, chunk in enumerate(islice(chunks, run.length)):
             if position in self._included:
                 continue
             if run.only_set is not None and position not in run.only_set:

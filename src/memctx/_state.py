@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
 from typing import Any, overload
 
 import attrs
@@ -23,64 +24,95 @@ def _to_chunk_tuple(chunks: Iterable[Chunk]) -> tuple[Chunk, ...]:
     return result
 
 
-def _validate_thread_id(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+def _validate_thread_id(value: object) -> None:
     if value is not None and (not isinstance(value, str) or not value):
         raise InvalidChunkError("thread_id", f"must be a non-empty string or None, got {value!r}")
 
 
 class _Lineage:
-    """Indexes shared by a state and the states appended to it.
+    """The chunks and indexes shared by a state and the states appended to it.
 
     An agent's history grows by appending: each new state is its parent plus
-    a few chunks. The id map and the budget index are extended in place for
-    the newest state (``tip``) instead of being rebuilt; entries past a
+    a few chunks. The chunk list, the id map and the budget index are
+    extended in place for the newest state (the one whose length is
+    ``len(items)``) instead of being copied or rebuilt; entries past a
     state's own length belong to its descendants and are ignored by it. A
     second child of the same parent (a branch) gets its own copy.
     """
 
-    __slots__ = ("budget_index", "ids", "lock", "tip")
+    __slots__ = ("budget_index", "ids", "items", "lock")
 
-    def __init__(self, chunks: tuple[Chunk, ...]) -> None:
+    def __init__(self, chunks: Iterable[Chunk]) -> None:
         self.lock = threading.Lock()
+        self.items: list[Chunk] = list(chunks)
         self.ids: dict[str, int] = {}
-        for position, chunk in enumerate(chunks):
+        for position, chunk in enumerate(self.items):
             if chunk.id in self.ids:
                 raise DuplicateChunkError(chunk.id)
             self.ids[chunk.id] = position
         self.budget_index = StateIndex()
-        self.budget_index.extend_to(chunks)
-        self.tip = chunks
+        self.budget_index.extend_to(self.items, len(self.items))
 
 
-@attrs.frozen(eq=False)
 class MemoryState:
     """The chunks of one thread, in order. Immutable: changes return a new state.
 
     Chunk ids are unique within a state (:class:`DuplicateChunkError`
     otherwise). Two states are equal when they hold equal chunks in the same
-    order and have the same ``thread_id``. :meth:`append` is cheap: it shares
-    the parent's indexes instead of rebuilding them.
+    order and have the same ``thread_id``. :meth:`append` costs only the
+    appended chunks: the new state shares its parent's chunk list and
+    indexes instead of copying or rebuilding them.
     """
 
-    chunks: tuple[Chunk, ...] = attrs.field(default=(), converter=_to_chunk_tuple)
-    thread_id: str | None = attrs.field(default=None, validator=_validate_thread_id)
-    _lineage: _Lineage = attrs.field(init=False, repr=False, alias="_lineage")
-    # A budget index of this state alone, made only if the shared one has
-    # moved on to a descendant and this state is built again.
-    _private_index: list[StateIndex] = attrs.field(
-        init=False, repr=False, factory=list, alias="_private_index"
-    )
+    __slots__ = ("_chunks", "_length", "_lineage", "_private_index", "thread_id")
 
-    def __attrs_post_init__(self) -> None:
-        object.__setattr__(self, "_lineage", _Lineage(self.chunks))
+    thread_id: str | None
+    """The thread this state belongs to, if any."""
+    _lineage: _Lineage
+    _length: int
+    _chunks: tuple[Chunk, ...] | None
+    _private_index: list[StateIndex]
+
+    def __init__(self, chunks: Iterable[Chunk] = (), thread_id: str | None = None) -> None:
+        items = _to_chunk_tuple(chunks)
+        _validate_thread_id(thread_id)
+        self._init(_Lineage(items), len(items), thread_id)
+        object.__setattr__(self, "_chunks", items)
+
+    def _init(self, lineage: _Lineage, length: int, thread_id: str | None) -> None:
+        object.__setattr__(self, "_lineage", lineage)
+        object.__setattr__(self, "_length", length)
+        object.__setattr__(self, "thread_id", thread_id)
+        object.__setattr__(self, "_chunks", None)
+        # A budget index of this state alone, made only if the shared one has
+        # moved on to a descendant and this state is built again.
+        object.__setattr__(self, "_private_index", [])
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise attrs.exceptions.FrozenInstanceError()
+
+    def __delattr__(self, name: str) -> None:
+        raise attrs.exceptions.FrozenInstanceError()
+
+    @property
+    def chunks(self) -> tuple[Chunk, ...]:
+        """The chunks, in order (made on first access after an append, then kept)."""
+        found: tuple[Chunk, ...] | None = self._chunks
+        if found is None:
+            found = tuple(islice(self._lineage.items, self._length))
+            object.__setattr__(self, "_chunks", found)
+        return found
+
+    def __repr__(self) -> str:
+        return f"MemoryState(chunks={self.chunks!r}, thread_id={self.thread_id!r})"
 
     # -- sequence behaviour ---------------------------------------------------
 
     def __len__(self) -> int:
-        return len(self.chunks)
+        return self._length
 
     def __iter__(self) -> Iterator[Chunk]:
-        return iter(self.chunks)
+        return islice(self._lineage.items, self._length)
 
     @overload
     def __getitem__(self, key: int) -> Chunk: ...
@@ -91,18 +123,29 @@ class MemoryState:
     def __getitem__(self, key: int | slice) -> Chunk | MemoryState:
         if isinstance(key, slice):
             return MemoryState(self.chunks[key], thread_id=self.thread_id)
-        return self.chunks[key]
+        position = key.__index__()
+        if position < 0:
+            position += self._length
+        if not 0 <= position < self._length:
+            raise IndexError("MemoryState index out of range")
+        return self._lineage.items[position]
 
     def __contains__(self, item: object) -> bool:
         if isinstance(item, Chunk):
             position = self._position(item.id)
-            return position is not None and self.chunks[position] == item
+            return position is not None and self._lineage.items[position] == item
         return isinstance(item, str) and self._position(item) is not None
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, MemoryState):
             return NotImplemented
-        return self.thread_id == other.thread_id and self.chunks == other.chunks
+        if self is other:
+            return True
+        return (
+            self.thread_id == other.thread_id
+            and self._length == other._length
+            and self.chunks == other.chunks
+        )
 
     def __hash__(self) -> int:
         return hash((self.thread_id, self.chunks))
@@ -111,7 +154,7 @@ class MemoryState:
 
     def _position(self, chunk_id: str) -> int | None:
         position = self._lineage.ids.get(chunk_id)
-        if position is None or position >= len(self.chunks):
+        if position is None or position >= self._length:
             return None
         return position
 
@@ -122,7 +165,7 @@ class MemoryState:
 
     def get(self, chunk_id: str) -> Chunk:
         """Return the chunk with ``chunk_id``; :class:`ChunkNotFoundError` if there is none."""
-        return self.chunks[self.index_of(chunk_id)]
+        return self._lineage.items[self.index_of(chunk_id)]
 
     def index_of(self, chunk_id: str) -> int:
         """Return the position of the chunk with ``chunk_id``."""
@@ -154,23 +197,22 @@ class MemoryState:
             if chunk.id in seen or self._position(chunk.id) is not None:
                 raise DuplicateChunkError(chunk.id)
             seen.add(chunk.id)
-        combined = self.chunks + added
         new = object.__new__(MemoryState)
-        object.__setattr__(new, "chunks", combined)
-        object.__setattr__(new, "thread_id", self.thread_id)
-        object.__setattr__(new, "_private_index", [])
+        length = self._length + len(added)
         lineage = self._lineage
         with lineage.lock:
-            if lineage.tip is self.chunks:
-                start = len(self.chunks)
+            items = lineage.items
+            if len(items) == self._length:
+                # This state is the newest of its lineage: grow the shared list.
+                start = self._length
+                items.extend(added)
                 for offset, chunk in enumerate(added):
                     lineage.ids[chunk.id] = start + offset
-                lineage.budget_index.extend_to(combined)
-                lineage.tip = combined
-                object.__setattr__(new, "_lineage", lineage)
+                lineage.budget_index.extend_to(items, length)
+                new._init(lineage, length, self.thread_id)
                 return new
         # This state already has a descendant: the new one branches off.
-        object.__setattr__(new, "_lineage", _Lineage(combined))
+        new._init(_Lineage((*self.chunks, *added)), length, self.thread_id)
         return new
 
     def filter(self, predicate: Callable[[Chunk], bool]) -> MemoryState:
@@ -185,7 +227,6 @@ class MemoryState:
         return {"chunks": self.chunks, "thread_id": self.thread_id}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        object.__setattr__(self, "chunks", state["chunks"])
-        object.__setattr__(self, "thread_id", state["thread_id"])
-        object.__setattr__(self, "_lineage", _Lineage(state["chunks"]))
-        object.__setattr__(self, "_private_index", [])
+        chunks = state["chunks"]
+        self._init(_Lineage(chunks), len(chunks), state["thread_id"])
+        object.__setattr__(self, "_chunks", chunks)
