@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from memctx import Chunk, MemoryState, chunks, create_builder
+from memctx._json import freeze_json
 from memctx.store import MemoryStore
+from memctx.store._schema import dump_json
 
 PARIS = dt.timezone(dt.timedelta(hours=1), "CET")
 WHEN = dt.datetime(2026, 5, 17, 9, 30, 15, 123456, tzinfo=PARIS)
@@ -112,3 +115,19 @@ def test_json_types_and_key_order_come_back_unchanged(
         assert typed(back.metadata.to_dict()) == typed(given.metadata.to_dict()), given.id
         assert back.created_at.isoformat() == given.created_at.isoformat()
         assert (back.priority, back.pinned) == (given.priority, given.pinned)
+
+
+@pytest.mark.parametrize(
+    "value", [CUSTOM, [CUSTOM, [], {}], "plain", {"lone": "\ud800 x"}, [1, "\udfff"]]
+)
+def test_frozen_json_is_stored_as_the_json_of_the_plain_value(value: Any) -> None:
+    """FrozenDicts and tuples are written as objects and arrays; lone surrogates escaped."""
+    text = dump_json(freeze_json(value, "content"))
+
+    try:
+        expected = json.dumps(value, ensure_ascii=False)
+        expected.encode("utf-8")
+    except UnicodeEncodeError:
+        expected = json.dumps(value)
+    assert text == expected
+    assert json.loads(text) == value

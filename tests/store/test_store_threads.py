@@ -6,8 +6,10 @@ import datetime as dt
 from collections.abc import Callable
 
 import pytest
+from sqlalchemy import event
 
 from memctx import (
+    Chunk,
     ChunkConflictError,
     ChunkNotFoundError,
     InvalidChunkError,
@@ -21,6 +23,14 @@ from memctx.store import MemoryStore
 
 Rows = Callable[[], dict[str, list[tuple[object, ...]]]]
 T0 = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
+MIXED: list[Callable[[str], Chunk]] = [
+    chunks.user,
+    lambda text: chunks.tool_call("read", {"path": text}, call_id=text),
+    lambda text: chunks.tool_result("read", text, call_id=text),
+    lambda text: chunks.assistant(text, pinned=True),
+    lambda text: chunks.custom("note", text, role="assistant"),
+]
+"""Chunks whose rows set different columns (role, action, subtype, metadata)."""
 
 
 class TestThreads:
@@ -235,6 +245,41 @@ class TestAppend:
         with pytest.raises(InvalidChunkError, match="id: contains NUL"):
             store.append("t1", chunks.user("x", id="a\x00b"))
         assert store.get_all_chunks("t1") == ()
+
+    def test_an_append_is_a_few_statements_whatever_its_size(self, store: MemoryStore) -> None:
+        """Lock, check the ids, insert (one executemany), move last_seq: not one per chunk."""
+        store.create_thread("t1")
+        store.append("t1", chunks.user("warm-up"))
+        statements: list[str] = []
+        event.listen(
+            store.engine,
+            "before_cursor_execute",
+            lambda conn, cursor, statement, *rest: statements.append(statement),
+        )
+        counts = []
+        for size in (1, 300):
+            statements.clear()
+            store.append("t1", *(MIXED[i % len(MIXED)](f"{size}-{i}") for i in range(size)))
+            counts.append(len(statements))
+
+        assert counts[0] == counts[1] <= 6, statements
+
+    def test_a_large_append_is_checked_and_stored_whole(
+        self, db_rows: Rows, store: MemoryStore
+    ) -> None:
+        """More ids than one IN (...) list holds: every one is still checked."""
+        store.create_thread("t1")
+        given = [chunks.user(f"m{i}", id=f"m{i}", created_at=T0) for i in range(1_200)]
+        assert store.append("t1", *given[::2]) == 600
+
+        assert store.append("t1", *given) == 600
+        assert [item.seq for item in store.history("t1")] == list(range(1, 1_201))
+        assert store.get_all_chunks("t1") == tuple(given[::2] + given[1::2])
+        before = db_rows()
+        changed = chunks.user("changed", id="m1101", created_at=T0)
+        with pytest.raises(ChunkConflictError, match=r"'m1101'.*content differ"):
+            store.append("t1", *given[:1_100], chunks.user("new"), changed)
+        assert db_rows() == before
 
 
 class TestOtherThreadsData:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from sqlalchemy import insert
-from sqlmodel import Session, col, select
+from sqlalchemy import Connection, bindparam, insert, update
+from sqlalchemy import select as core_select
+from sqlmodel import Session, select
 
 from memctx._chunk import Chunk
 from memctx._exceptions import (
@@ -18,10 +19,13 @@ from memctx._exceptions import (
 )
 from memctx._json import freeze_json
 from memctx.store._schema import (
+    CHUNKS,
+    THREADS,
     BatchRow,
-    ChunkRow,
+    ChunkRecord,
     EventRow,
     ThreadRow,
+    chunk_records,
     chunk_values,
     differing_fields,
     dump_json,
@@ -32,6 +36,38 @@ from memctx.store._schema import (
 
 MAX_THREAD_ID_LENGTH: Final = 255
 _IN_CHUNK: Final = 500  # values per IN (...) list: well under every backend's parameter limit
+
+# The statements of the hot paths, built once (Core: rows, not ORM objects).
+_LOCK_THREAD: Final = (
+    core_select(THREADS.c.last_seq, THREADS.c.batch)
+    .where(THREADS.c.id == bindparam("thread_id"))
+    .with_for_update()
+)
+_SET_LAST_SEQ: Final = (
+    update(THREADS)
+    .where(THREADS.c.id == bindparam("thread_id"))
+    .values(last_seq=bindparam("last_seq"))
+)
+_INSERT_CHUNKS: Final = insert(CHUNKS)
+_ALL_CHUNKS: Final = core_select(CHUNKS).where(CHUNKS.c.thread_id == bindparam("thread_id"))
+_CHUNKS_BY_SEQ: Final = _ALL_CHUNKS.where(CHUNKS.c.seq.in_(bindparam("seqs", expanding=True)))
+_CHUNKS_BY_ID: Final = _ALL_CHUNKS.where(CHUNKS.c.chunk_id.in_(bindparam("ids", expanding=True)))
+_APPENDED_AFTER: Final = _ALL_CHUNKS.where(
+    CHUNKS.c.origin == "append", CHUNKS.c.seq > bindparam("base_seq")
+).order_by(CHUNKS.c.seq)
+_APPENDED_SEQS_AFTER: Final = (
+    core_select(CHUNKS.c.seq)
+    .where(
+        CHUNKS.c.thread_id == bindparam("thread_id"),
+        CHUNKS.c.origin == "append",
+        CHUNKS.c.seq > bindparam("base_seq"),
+    )
+    .order_by(CHUNKS.c.seq)
+)
+_HISTORY: Final = _ALL_CHUNKS.order_by(CHUNKS.c.seq)
+_THREAD_OF_CHUNK: Final = (
+    core_select(CHUNKS.c.thread_id).where(CHUNKS.c.chunk_id == bindparam("chunk_id")).limit(1)
+)
 
 
 def check_thread_id(thread_id: object) -> str:
@@ -82,31 +118,27 @@ def batch_view(batch: BatchRow) -> list[int] | None:
     return view
 
 
-def _appended_after(session: Session, thread_id: str, base_seq: int) -> list[ChunkRow]:
-    statement = (
-        select(ChunkRow)
-        .where(ChunkRow.thread_id == thread_id, ChunkRow.origin == "append")
-        .where(ChunkRow.seq > base_seq)
-        .order_by(col(ChunkRow.seq))
-    )
-    return list(session.exec(statement).all())
+def _appended_after(session: Session, thread_id: str, base_seq: int) -> list[ChunkRecord]:
+    params = {"thread_id": thread_id, "base_seq": base_seq}
+    return chunk_records(session.connection().execute(_APPENDED_AFTER, params).all())
+
+
+def history_rows(session: Session, thread_id: str) -> list[ChunkRecord]:
+    """Every row of the thread, in sequence order."""
+    params = {"thread_id": thread_id}
+    return chunk_records(session.connection().execute(_HISTORY, params).all())
 
 
 def visible_seqs(session: Session, batch: BatchRow) -> list[int]:
     """The sequence numbers visible in ``batch`` now, in view order."""
     view = batch_view(batch)
     base = 0 if view is None else batch.base_seq
-    statement = (
-        select(ChunkRow.seq)
-        .where(ChunkRow.thread_id == batch.thread_id, ChunkRow.origin == "append")
-        .where(ChunkRow.seq > base)
-        .order_by(col(ChunkRow.seq))
-    )
-    appended = list(session.exec(statement).all())
+    params = {"thread_id": batch.thread_id, "base_seq": base}
+    appended = list(session.connection().execute(_APPENDED_SEQS_AFTER, params).scalars())
     return appended if view is None else view + appended
 
 
-def visible_rows(session: Session, batch: BatchRow) -> list[ChunkRow]:
+def visible_rows(session: Session, batch: BatchRow) -> list[ChunkRecord]:
     """The rows visible in ``batch`` now, in view order."""
     view = batch_view(batch)
     if view is None:
@@ -126,38 +158,35 @@ def _chunks(values: Sequence[Any]) -> Iterable[Sequence[Any]]:
         yield values[start : start + _IN_CHUNK]
 
 
-def rows_by_seq(session: Session, thread_id: str, seqs: Sequence[int]) -> dict[int, ChunkRow]:
+def rows_by_seq(session: Session, thread_id: str, seqs: Sequence[int]) -> dict[int, ChunkRecord]:
     """The thread's rows with these sequence numbers."""
-    found: dict[int, ChunkRow] = {}
+    connection = session.connection()
     if len(seqs) > 4 * _IN_CHUNK:
-        statement = select(ChunkRow).where(ChunkRow.thread_id == thread_id)
         wanted = set(seqs)
-        return {r.seq: r for r in session.exec(statement) if r.seq in wanted}
+        rows = connection.execute(_ALL_CHUNKS, {"thread_id": thread_id}).all()
+        return {r.seq: r for r in chunk_records(rows) if r.seq in wanted}
+    found: dict[int, ChunkRecord] = {}
     for part in _chunks(seqs):
-        statement = select(ChunkRow).where(
-            ChunkRow.thread_id == thread_id, col(ChunkRow.seq).in_(part)
-        )
-        found.update((r.seq, r) for r in session.exec(statement))
+        rows = connection.execute(_CHUNKS_BY_SEQ, {"thread_id": thread_id, "seqs": part}).all()
+        found.update((r.seq, r) for r in chunk_records(rows))
     return found
 
 
 def rows_by_chunk_id(
-    session: Session, thread_id: str, chunk_ids: Sequence[str]
-) -> dict[str, ChunkRow]:
+    connection: Connection, thread_id: str, chunk_ids: Sequence[str]
+) -> dict[str, ChunkRecord]:
     """The thread's rows with these chunk ids."""
-    found: dict[str, ChunkRow] = {}
+    found: dict[str, ChunkRecord] = {}
     for part in _chunks(chunk_ids):
-        statement = select(ChunkRow).where(
-            ChunkRow.thread_id == thread_id, col(ChunkRow.chunk_id).in_(part)
-        )
-        found.update((r.chunk_id, r) for r in session.exec(statement))
+        rows = connection.execute(_CHUNKS_BY_ID, {"thread_id": thread_id, "ids": part}).all()
+        found.update((r.chunk_id, r) for r in chunk_records(rows))
     return found
 
 
 def chunk_not_found(session: Session, thread_id: str, chunk_id: str) -> ChunkNotFoundError:
     """The error for a chunk id the thread does not hold, saying if another thread holds it."""
-    statement = select(ChunkRow.thread_id).where(ChunkRow.chunk_id == chunk_id).limit(1)
-    elsewhere = session.exec(statement).first() is not None
+    found = session.connection().execute(_THREAD_OF_CHUNK, {"chunk_id": chunk_id}).first()
+    elsewhere = found is not None
     error = ChunkNotFoundError(chunk_id)
     message = f"thread {thread_id!r} has no chunk with id {chunk_id!r}"
     if elsewhere:
@@ -183,13 +212,14 @@ def prepare_chunks(thread_id: str, chunks: Iterable[Chunk]) -> dict[str, dict[st
 
 
 def split_existing(
-    session: Session, thread_id: str, prepared: Mapping[str, dict[str, Any]]
-) -> tuple[dict[str, ChunkRow], list[dict[str, Any]]]:
+    connection: Connection, thread_id: str, prepared: Mapping[str, dict[str, Any]]
+) -> tuple[dict[str, ChunkRecord], list[dict[str, Any]]]:
     """Split chunks into those already stored (the same value: fine) and new ones.
 
     A different chunk stored under one of the ids is a :class:`ChunkConflictError`.
+    One query per 500 chunks, whatever the outcome.
     """
-    existing = rows_by_chunk_id(session, thread_id, list(prepared))
+    existing = rows_by_chunk_id(connection, thread_id, list(prepared))
     for chunk_id, row in existing.items():
         stored = row_values(row)
         if stored != prepared[chunk_id]:
@@ -197,6 +227,55 @@ def split_existing(
             raise ChunkConflictError(thread_id, chunk_id, f"{fields} differ (stored as #{row.seq})")
     new = [values for chunk_id, values in prepared.items() if chunk_id not in existing]
     return existing, new
+
+
+def insert_chunks(
+    connection: Connection,
+    thread_id: str,
+    first_seq: int,
+    batch: int | Sequence[int],
+    new: Sequence[Mapping[str, Any]],
+    origin: str | Sequence[str],
+) -> None:
+    """Insert chunk rows (column values from :func:`chunk_values`) as ``first_seq``, ``+1``, ...
+
+    One statement (an ``executemany``) for all of them. ``batch`` and
+    ``origin`` are one value for every row, or one per row. The caller moves
+    the thread's ``last_seq``.
+    """
+    if not new:
+        return
+    batches = [batch] * len(new) if isinstance(batch, int) else batch
+    origins = [origin] * len(new) if isinstance(origin, str) else origin
+    rows = [
+        {**values, "thread_id": thread_id, "seq": seq, "origin": o, "batch": b}
+        for seq, values, o, b in zip(
+            range(first_seq, first_seq + len(new)), new, origins, batches, strict=True
+        )
+    ]
+    connection.execute(_INSERT_CHUNKS, rows)
+
+
+def append_chunks(
+    connection: Connection, thread_id: str, prepared: Mapping[str, dict[str, Any]]
+) -> int:
+    """Store the chunks of ``prepared`` not stored yet, in the caller's write transaction.
+
+    Locks the thread's row first (``FOR UPDATE`` on PostgreSQL), checks the
+    chunks already stored (:func:`split_existing`), inserts the new ones after
+    the thread's last chunk and moves its ``last_seq`` in the same transaction,
+    so sequences have no gaps whatever happens to it. Returns how many were new.
+    """
+    found = connection.execute(_LOCK_THREAD, {"thread_id": thread_id}).first()
+    if found is None:
+        raise ThreadNotFoundError(thread_id)
+    last_seq, batch = found
+    _, new = split_existing(connection, thread_id, prepared)
+    if new:
+        insert_chunks(connection, thread_id, last_seq + 1, batch, new, "append")
+        params = {"thread_id": thread_id, "last_seq": last_seq + len(new)}
+        connection.execute(_SET_LAST_SEQ, params)
+    return len(new)
 
 
 def store_new(
@@ -210,21 +289,11 @@ def store_new(
     if not new:
         return []
     first = thread.last_seq + 1
-    rows = [
-        {
-            **values,
-            "thread_id": thread.id,
-            "seq": first + i,
-            "origin": origin,
-            "batch": thread.batch,
-        }
-        for i, values in enumerate(new)
-    ]
-    session.exec(insert(ChunkRow), params=rows)
+    insert_chunks(session.connection(), thread.id, first, thread.batch, new, origin)
     thread.last_seq = first + len(new) - 1
     session.add(thread)
     session.flush()
-    return [row["seq"] for row in rows]
+    return list(range(first, first + len(new)))
 
 
 def new_batch(

@@ -33,15 +33,15 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-from typing import Any, Final
+from collections.abc import Sequence
+from typing import Any, Final, Protocol, cast
 
-from sqlalchemy import Column, ForeignKeyConstraint, Index, Text, UniqueConstraint
+from sqlalchemy import Column, ForeignKeyConstraint, Index, Row, Table, Text, UniqueConstraint
 from sqlalchemy.orm import registry
 from sqlmodel import Field, SQLModel
 
 from memctx._chunk import Chunk
 from memctx._exceptions import InvalidChunkError, StateFileError, StoreError
-from memctx._json import thaw_json
 from memctx.statefile import chunk_from_dict
 
 SCHEMA_VERSION: Final = 1
@@ -95,7 +95,8 @@ class ChunkRow(StoreModel, table=True):
     action: str | None = None
     subtype: str | None = None
     content: str = Field(sa_type=Text)
-    meta: str = Field(sa_column=Column("metadata", Text, nullable=False))
+    # key="meta": the column is "metadata" in SQL and "meta" in Python, ORM and Core alike.
+    meta: str = Field(sa_column=Column("metadata", Text, nullable=False, key="meta"))
     priority: int
     created_at: str
 
@@ -152,7 +153,54 @@ class TokenCountRow(StoreModel, table=True):
     tokens: int
 
 
+THREADS: Final[Table] = StoreModel.metadata.tables["memctx_threads"]
+"""The threads table, for Core statements (no ORM objects on the hot paths)."""
+
+CHUNKS: Final[Table] = StoreModel.metadata.tables["memctx_chunks"]
+"""The chunks table, for Core statements; its columns are keyed like :class:`ChunkRow`."""
+
+
+class ChunkRecord(Protocol):
+    """A stored chunk's columns: a :class:`ChunkRow`, or a Core row of all of ``CHUNKS``."""
+
+    @property
+    def thread_id(self) -> str: ...
+    @property
+    def seq(self) -> int: ...
+    @property
+    def chunk_id(self) -> str: ...
+    @property
+    def origin(self) -> str: ...
+    @property
+    def batch(self) -> int: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def role(self) -> str | None: ...
+    @property
+    def action(self) -> str | None: ...
+    @property
+    def subtype(self) -> str | None: ...
+    @property
+    def content(self) -> str: ...
+    @property
+    def meta(self) -> str: ...
+    @property
+    def priority(self) -> int: ...
+    @property
+    def created_at(self) -> str: ...
+
+
+def chunk_records(rows: Sequence[Row[Any]]) -> list[ChunkRecord]:
+    """Rows of every column of :data:`CHUNKS`, typed as the records they are."""
+    return cast("list[ChunkRecord]", list(rows))
+
+
 # -- JSON text -------------------------------------------------------------------------------
+
+# One encoder each, made once: json.dumps with options builds a new encoder per call.
+_encode_utf8 = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+_encode_ascii = json.JSONEncoder(ensure_ascii=True, allow_nan=False).encode
 
 
 def dump_json(value: Any) -> str:
@@ -160,13 +208,15 @@ def dump_json(value: Any) -> str:
 
     Non-ASCII is kept as is unless the text holds lone surrogates, which no
     database encoding accepts; then everything non-ASCII is escaped (the
-    value loads back the same either way).
+    value loads back the same either way). Frozen values (``FrozenDict``,
+    tuples) serialise as the dicts and lists they stand for.
     """
-    text = json.dumps(value, ensure_ascii=False, allow_nan=False)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = json.dumps(value, ensure_ascii=True, allow_nan=False)
+    text: str = _encode_utf8(value)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            text = _encode_ascii(value)
     return text
 
 
@@ -230,14 +280,14 @@ def chunk_values(chunk: Chunk) -> dict[str, Any]:
         "role": chunk.role,
         "action": chunk.action,
         "subtype": chunk.subtype,
-        "content": dump_json(thaw_json(chunk.content)),
+        "content": dump_json(chunk.content),
         "meta": dump_json(chunk.metadata.to_dict()),
         "priority": chunk.priority,
         "created_at": chunk.created_at.isoformat(),
     }
 
 
-def row_values(row: ChunkRow) -> dict[str, Any]:
+def row_values(row: ChunkRecord) -> dict[str, Any]:
     """The ``STORED_FIELDS`` of a stored row."""
     return {name: getattr(row, name) for name in STORED_FIELDS}
 
@@ -248,21 +298,29 @@ def differing_fields(stored: dict[str, Any], given: dict[str, Any]) -> list[str]
     return [names.get(f, f) for f in STORED_FIELDS if stored[f] != given[f]]
 
 
-def row_to_chunk(row: ChunkRow) -> Chunk:
+def row_to_chunk(row: ChunkRecord) -> Chunk:
     """Rebuild the chunk a row holds; :class:`StoreError` if the row is corrupt."""
-    where = f"thread {row.thread_id!r}, chunk #{row.seq}"
+    try:
+        content = json.loads(row.content)
+        metadata = json.loads(row.meta)
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"{_where(row)}: the database holds invalid JSON ({exc})") from None
     data = {
         "id": row.chunk_id,
         "type": row.type,
         "role": row.role,
         "action": row.action,
         "subtype": row.subtype,
-        "content": load_json(row.content, where),
-        "metadata": load_json(row.meta, where),
+        "content": content,
+        "metadata": metadata,
         "priority": row.priority,
         "created_at": row.created_at,
     }
     try:
         return chunk_from_dict(data)
     except StateFileError as exc:
-        raise StoreError(f"{where}: the stored chunk is invalid: {exc}") from None
+        raise StoreError(f"{_where(row)}: the stored chunk is invalid: {exc}") from None
+
+
+def _where(row: ChunkRecord) -> str:
+    return f"thread {row.thread_id!r}, chunk #{row.seq}"

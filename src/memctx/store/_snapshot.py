@@ -40,12 +40,18 @@ from memctx.statefile import (
     parse_json,
     state_from_dict,
 )
-from memctx.store._queries import get_batch, get_thread, record_event, visible_seqs
+from memctx.store._queries import (
+    get_batch,
+    get_thread,
+    history_rows,
+    insert_chunks,
+    record_event,
+    visible_seqs,
+)
 from memctx.store._records import SNAPSHOT_IMPORTED
 from memctx.store._schema import (
     ORIGINS,
     BatchRow,
-    ChunkRow,
     ThreadRow,
     chunk_values,
     dump_json,
@@ -67,9 +73,7 @@ _BATCH_FIELDS: Final = frozenset(
 def export_thread(session: Session, thread_id: str) -> dict[str, Any]:
     """The snapshot document of a thread."""
     thread = get_thread(session, thread_id)
-    rows = session.exec(
-        select(ChunkRow).where(ChunkRow.thread_id == thread_id).order_by(col(ChunkRow.seq))
-    ).all()
+    rows = history_rows(session, thread_id)
     batches = session.exec(
         select(BatchRow).where(BatchRow.thread_id == thread_id).order_by(col(BatchRow.number))
     ).all()
@@ -281,17 +285,14 @@ def write_snapshot(session: Session, snapshot: Snapshot, thread_id: str) -> None
     )
     session.add(thread)
     session.flush()
-    session.add_all(
-        ChunkRow(
-            **values,
-            thread_id=thread_id,
-            seq=seq,
-            origin=origin,
-            batch=snapshot.chunk_batches[seq - 1],
-        )
-        for seq, (origin, values) in enumerate(snapshot.chunks, start=1)
+    insert_chunks(
+        session.connection(),
+        thread_id,
+        1,
+        snapshot.chunk_batches,
+        [values for _, values in snapshot.chunks],
+        [origin for origin, _ in snapshot.chunks],
     )
-    session.flush()
     session.add_all(
         BatchRow(
             thread_id=thread_id,

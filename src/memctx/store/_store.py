@@ -16,13 +16,13 @@ from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
 from memctx.store._build import build_thread
 from memctx.store._queries import (
+    append_chunks,
     check_thread_id,
     get_batch,
     get_thread,
+    history_rows,
     prepare_chunks,
     record_event,
-    split_existing,
-    store_new,
     visible_rows,
     visible_seqs,
 )
@@ -135,9 +135,7 @@ class MemoryStore(ViewMethods):
         check_thread_id(thread_id)
         prepared = prepare_chunks(thread_id, chunks)
         with self._session(write=True) as session:
-            thread = get_thread(session, thread_id, lock=True)
-            _, new = split_existing(session, thread_id, prepared)
-            return len(store_new(session, thread, new, "append"))
+            return append_chunks(session.connection(), thread_id, prepared)
 
     def get_current_state(self, thread_id: str) -> MemoryState:
         """The visible chunks of the thread, in order, as a :class:`~memctx.MemoryState`."""
@@ -157,9 +155,7 @@ class MemoryStore(ViewMethods):
         with self._session(write=False) as session:
             thread = get_thread(session, thread_id)
             shown = set(visible_seqs(session, get_batch(session, thread_id, thread.batch)))
-            rows = session.exec(
-                select(ChunkRow).where(ChunkRow.thread_id == thread_id).order_by(col(ChunkRow.seq))
-            )
+            rows = history_rows(session, thread_id)
             return tuple(
                 StoredChunk(r.seq, row_to_chunk(r), r.origin, r.batch, r.seq in shown) for r in rows
             )

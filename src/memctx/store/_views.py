@@ -204,7 +204,7 @@ def change_view(
         for row in visible_rows(session, get_batch(session, thread_id, previous))
     ]
     if refers_to is not None and all(chunk.id != refers_to for _, chunk in visible):
-        if not rows_by_chunk_id(session, thread_id, [refers_to]):
+        if not rows_by_chunk_id(session.connection(), thread_id, [refers_to]):
             raise chunk_not_found(session, thread_id, refers_to)
         raise ViewOperationError(
             f"chunk {refers_to!r} is hidden in the current batch; only visible chunks can be "
@@ -215,7 +215,7 @@ def change_view(
         prepared = prepare_chunks(thread_id, new_chunks)
         if len(prepared) != len(new_chunks):
             raise ViewOperationError("the same chunk is given twice")
-        existing, new = split_existing(session, thread_id, prepared)
+        existing, new = split_existing(session.connection(), thread_id, prepared)
         shown = {seq for seq, _ in visible}
         for row in existing.values():
             if row.seq in shown:
