@@ -74,6 +74,184 @@ def pinned_cost(costs: CostModel, body: Sequence[int], system: Sequence[int]) ->
     return total
 
 
+class BlockRecord:
+    """One block a newest-first walk evaluated: enough to replay it on a longer history.
+
+    A child state (the same chunks plus appended ones) walked with the same
+    options meets the same blocks below the appended chunks; when it reaches
+    one in the same situation (``head_before``, ``system_before``), its cost
+    is the same, so the child can add it without looking at its chunks.
+    """
+
+    __slots__ = (
+        "accepted",
+        "added_body",
+        "added_system",
+        "block",
+        "cost",
+        "head_before",
+        "skip_head",
+        "system_before",
+    )
+
+    def __init__(
+        self,
+        block: list[int],
+        skip_head: Role | None,
+        head_before: Role | None,
+        system_before: bool,
+    ) -> None:
+        self.block = block
+        """Positions of the block, newest first (pinned ones among them included)."""
+        self.skip_head = skip_head
+        """Role of the last pinned body chunk skipped just before the block, if any."""
+        self.head_before = head_before
+        self.system_before = system_before
+        self.cost = 0
+        """Tokens the block added (when accepted)."""
+        self.added_body: list[int] = []
+        """The block's unpinned body positions, newest first (when accepted)."""
+        self.added_system: list[int] = []
+        """The block's unpinned SYSTEM positions, newest first (when accepted)."""
+        self.accepted = False
+
+
+class RecentWalk:
+    """The ``recent`` strategy: pinned chunks, then the newest blocks that fit, no holes.
+
+    Candidates are walked newest first in blocks that split no unit
+    (:meth:`StateIndex.safe_cut`); the walk stops at the first block that
+    does not fit. Every evaluated block is recorded (:class:`BlockRecord`).
+    """
+
+    def __init__(
+        self,
+        costs: CostModel,
+        index: StateIndex,
+        pinned: set[int],
+        pinned_body: list[int],
+        pinned_system: list[int],
+        budget: int | None,
+        used: int,
+    ) -> None:
+        self.costs = costs
+        self.index = index
+        self.pinned = pinned
+        self.pinned_body = pinned_body
+        self.budget = budget
+        self.used = used
+        self.body = list(pinned_body)
+        self.system = list(pinned_system)
+        self.has_system = bool(pinned_system) or costs.has_system_prompt
+        self.head_role: Role | None = None  # role of the nearest included body chunk above
+        self.measured: list[int] = []
+        self.records: list[BlockRecord] = []
+        self.stopped = False
+        """True once a block did not fit (the walk is over)."""
+
+    def selection(self) -> Selection:
+        return Selection(sorted(self.body), sorted(self.system), self.used, self.measured)
+
+    def walk(self, candidates_desc: Iterable[int]) -> bool:
+        """Walk ``candidates_desc`` (newest first); False once a block did not fit."""
+        role, pinned, index = self.costs.role, self.pinned, self.index
+        iterator = iter(candidates_desc)
+        pending: list[int] = []  # candidates read ahead that belong to the next block
+        skip_head: Role | None = None
+        while True:
+            if pending:
+                position = pending.pop()
+            else:
+                position = next(iterator, -1)
+                if position < 0:
+                    return True
+            if position in pinned:
+                if role(position) != "system":
+                    self.head_role = skip_head = role(position)
+                continue
+            floor = index.safe_cut(position)
+            block = [position]
+            while True:
+                nxt = next(iterator, -1)
+                if nxt < 0:
+                    break
+                if nxt < floor:
+                    pending.append(nxt)
+                    break
+                block.append(nxt)
+            if not self.evaluate(BlockRecord(block, skip_head, self.head_role, self.has_system)):
+                return False
+            skip_head = None
+
+    def evaluate(self, record: BlockRecord) -> bool:
+        """Measure the block of ``record`` and add it if it fits; False if it does not."""
+        costs, pinned, budget = self.costs, self.pinned, self.budget
+        role, overhead = costs.role, costs.overhead
+        self.records.append(record)
+        cost = 0
+        head = self.head_role
+        has_system = self.has_system
+        measured: list[int] = []
+        for p in record.block:
+            if p in pinned:
+                if role(p) != "system":
+                    head = role(p)
+                continue
+            chunk_role = role(p)
+            if budget is not None:
+                tokens = costs.measure_within(p, budget - self.used - cost)
+                if tokens is None:
+                    return self._stop(measured)
+                measured.append(p)
+                cost += tokens
+            else:
+                cost += costs.measure(p)
+            if chunk_role == "system":
+                if not has_system:
+                    cost += costs.system_base
+                    has_system = True
+                continue
+            below = bisect.bisect_left(self.pinned_body, p) - 1
+            prev_role = role(self.pinned_body[below]) if below >= 0 else None
+            cost += overhead_delta(overhead, prev_role, head, chunk_role)
+            head = chunk_role
+        if budget is not None and self.used + cost > budget:
+            return self._stop(measured)
+        record.cost = cost
+        record.accepted = True
+        for p in record.block:
+            if p not in pinned:
+                (record.added_system if role(p) == "system" else record.added_body).append(p)
+        self.used += cost
+        self.head_role = head
+        self.has_system = has_system
+        self.body.extend(record.added_body)
+        self.system.extend(record.added_system)
+        return True
+
+    def reuse(self, record: BlockRecord, after: BlockRecord | None) -> bool:
+        """Add a block another walk accepted in the same situation, by its recorded cost.
+
+        ``after`` is the record that walk evaluated next (its situation is
+        this walk's after the block); None when it evaluated none.
+        """
+        if self.budget is not None and self.used + record.cost > self.budget:
+            retry = BlockRecord(record.block, record.skip_head, self.head_role, self.has_system)
+            return self.evaluate(retry)
+        self.records.append(record)
+        self.used += record.cost
+        if after is not None:
+            self.head_role, self.has_system = after.head_before, after.system_before
+        self.body.extend(record.added_body)
+        self.system.extend(record.added_system)
+        return True
+
+    def _stop(self, measured: list[int]) -> bool:
+        self.measured.extend(measured)
+        self.stopped = True
+        return False
+
+
 def select_recent(
     costs: CostModel,
     index: StateIndex,
@@ -85,73 +263,9 @@ def select_recent(
     used: int,
 ) -> Selection:
     """Pinned chunks, then the newest candidates that fit, in blocks that split no unit."""
-    overhead = costs.overhead
-    body = list(pinned_body)
-    system = list(pinned_system)
-    has_system = bool(system) or costs.has_system_prompt
-    head_role: Role | None = None  # role of the nearest included body chunk above
-    measured: list[int] = []
-    iterator = iter(candidates_desc)
-    pending: list[int] = []  # candidates read ahead that belong to the next block
-    while True:
-        if pending:
-            position = pending.pop()
-        else:
-            position = next(iterator, -1)
-            if position < 0:
-                return Selection(sorted(body), sorted(system), used, measured)
-        if position in pinned:
-            if costs.role(position) != "system":
-                head_role = costs.role(position)
-            continue
-        floor = index.safe_cut(position)
-        block = [position]
-        while True:
-            nxt = next(iterator, -1)
-            if nxt < 0:
-                break
-            if nxt < floor:
-                pending.append(nxt)
-                break
-            block.append(nxt)
-        cost = 0
-        block_head = head_role
-        block_system = has_system
-        overflow = False
-        block_measured: list[int] = []
-        for p in block:
-            if p in pinned:
-                if costs.role(p) != "system":
-                    block_head = costs.role(p)
-                continue
-            role = costs.role(p)
-            if budget is not None:
-                tokens = costs.measure_within(p, budget - used - cost)
-                if tokens is None:
-                    overflow = True
-                    break
-                block_measured.append(p)
-                cost += tokens
-            else:
-                cost += costs.measure(p)
-            if role == "system":
-                if not block_system:
-                    cost += costs.system_base
-                    block_system = True
-                continue
-            below = bisect.bisect_left(pinned_body, p) - 1
-            prev_role = costs.role(pinned_body[below]) if below >= 0 else None
-            cost += overhead_delta(overhead, prev_role, block_head, role)
-            block_head = role
-        if overflow or (budget is not None and used + cost > budget):
-            measured.extend(block_measured)
-            return Selection(sorted(body), sorted(system), used, measured)
-        used += cost
-        head_role = block_head
-        has_system = block_system
-        for p in block:
-            if p not in pinned:
-                (system if costs.role(p) == "system" else body).append(p)
+    walk = RecentWalk(costs, index, pinned, pinned_body, pinned_system, budget, used)
+    walk.walk(candidates_desc)
+    return walk.selection()
 
 
 def select_greedy(

@@ -5,13 +5,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import attrs
 
 from memctx._analysis import StateIndex
 from memctx._chunk import Chunk, ChunkType
 from memctx._exceptions import ChunkNotFoundError, DuplicateChunkError, InvalidChunkError
+
+if TYPE_CHECKING:
+    from memctx._incremental import BuildPlan
 
 
 def _to_chunk_tuple(chunks: Iterable[Chunk]) -> tuple[Chunk, ...]:
@@ -40,7 +43,7 @@ class _Lineage:
     second child of the same parent (a branch) gets its own copy.
     """
 
-    __slots__ = ("budget_index", "ids", "items", "lock")
+    __slots__ = ("budget_index", "ids", "items", "lock", "plan")
 
     def __init__(self, chunks: Iterable[Chunk]) -> None:
         self.lock = threading.Lock()
@@ -52,6 +55,9 @@ class _Lineage:
             self.ids[chunk.id] = position
         self.budget_index = StateIndex()
         self.budget_index.extend_to(self.items, len(self.items))
+        # The last exact ``recent`` build of a state of this lineage
+        # (a memctx._incremental.BuildPlan): the next one may extend it.
+        self.plan: BuildPlan | None = None
 
 
 class MemoryState:

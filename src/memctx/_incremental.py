@@ -1,0 +1,126 @@
+"""The agent loop's fast path: build a history from the last build of a shorter one.
+
+An agent builds its state, appends a chunk or two, and builds again with
+the same options. A ``recent`` build of the longer state meets, below the
+appended chunks, the same blocks the last build walked, in the same order:
+where it reaches one in the same situation (the role of the message above
+it, whether a system message exists), that block costs what it cost last
+time, so it is added by arithmetic, without touching its chunks. Messages
+whose chunks did not change are reused as they are.
+
+Every shortcut here gives exactly what a full build gives (a property test
+compares them); whenever the longer state differs in a way the shortcut
+does not cover, it declines and the full build runs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from memctx._budget import BlockRecord, RecentWalk
+from memctx._chunk import ChunkType
+from memctx._result import ContextBuildResult, ContextMessage
+
+if TYPE_CHECKING:
+    from memctx._build_run import BuildRun
+
+MessageSpans = dict[tuple[str, tuple[str, ...]], ContextMessage]
+"""A build's messages by role and the ids of the chunks they hold."""
+
+
+class BuildPlan:
+    """What an exact ``recent`` build leaves on its history for the next build."""
+
+    __slots__ = (
+        "count_key",
+        "length",
+        "opts",
+        "pinned",
+        "records",
+        "render_key",
+        "result",
+        "spans",
+    )
+
+    def __init__(
+        self, run: BuildRun, walk: RecentWalk, result: ContextBuildResult, spans: MessageSpans
+    ) -> None:
+        self.length = run.length
+        self.opts = run.opts
+        self.render_key = run.render_key
+        self.count_key = run.count_key
+        self.result = result
+        self.pinned = walk.pinned
+        self.records = walk.records
+        self.spans = spans
+
+    def applies_to(self, run: BuildRun) -> bool:
+        """Whether ``run`` builds this plan's state, or one appended to it, the same way."""
+        return (
+            self.length <= run.length
+            and self.render_key is run.render_key
+            and self.count_key == run.count_key
+            and (self.opts is run.opts or self.opts == run.opts)
+        )
+
+
+def extend_walk(
+    run: BuildRun, plan: BuildPlan, pinned: set[int], walk: RecentWalk
+) -> RecentWalk | None:
+    """Finish ``walk`` (pinned chunks only so far) for a state ``plan``'s state grew into.
+
+    Returns None, having changed nothing that matters, when the appended
+    chunks are not plain ones (a SYSTEM or pinned chunk, a member of a call
+    or sub-agent unit, a chunk the options filter out) or the pins moved in
+    any other way than the newest chunk being a new one.
+    """
+    old, new = plan.length, run.length
+    index, chunks = run.index, run.chunks
+    for position in range(old, new):
+        chunk = chunks[position]
+        if (
+            chunk.type is ChunkType.SYSTEM
+            or chunk.type in run.excluded_types
+            or chunk.metadata.pinned
+            or position in index.unit_of
+        ):
+            return None
+    previous = plan.pinned
+    kept = {p for p in pinned if p < old}
+    lost = previous - kept
+    if kept - previous or any(old <= p < new - 1 for p in pinned):
+        return None
+    if lost:
+        # Only the last build's newest chunk (with its unit) may have lost its
+        # pin (pin_newest): walk it again here, as a block of this build.
+        unit = index.unit_members(old - 1) or [old - 1]
+        if not lost <= set(unit):
+            return None
+    low = min(lost, default=old)
+    records = plan.records
+    if records and records[0].block[0] >= low:
+        return None  # the last build walked some of that block: not a clean seam
+    top = range(new - 1, low - 1, -1)
+    excluded = run.excluded_types
+    if not walk.walk(p for p in top if chunks[p].type not in excluded):
+        return walk
+    for number, record in enumerate(records):
+        if record.skip_head is not None:
+            walk.head_role = record.skip_head
+        if (
+            record.accepted
+            and record.head_before == walk.head_role
+            and record.system_before == walk.has_system
+        ):
+            after = records[number + 1] if number + 1 < len(records) else None
+            if not walk.reuse(record, after):
+                return walk
+            continue
+        retry = BlockRecord(record.block, record.skip_head, walk.head_role, walk.has_system)
+        if not walk.evaluate(retry):
+            return walk
+        if not record.accepted:
+            # More fits than last time below the appended chunks: not a
+            # case the records cover (they stop there); build in full.
+            return None
+    return walk
