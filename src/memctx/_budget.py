@@ -96,7 +96,7 @@ class BlockRecord:
 
     def __init__(
         self,
-        block: list[int],
+        block: Sequence[int],
         skip_head: Role | None,
         head_before: Role | None,
         system_before: bool,
@@ -109,10 +109,10 @@ class BlockRecord:
         self.system_before = system_before
         self.cost = 0
         """Tokens the block added (when accepted)."""
-        self.added_body: list[int] = []
+        self.added_body: Sequence[int] = ()
         """The block's unpinned body positions, newest first (when accepted)."""
-        self.added_system: list[int] = []
-        """The block's unpinned SYSTEM positions, newest first (when accepted)."""
+        self.added_system: Sequence[int] = ()
+        """The block's unpinned system-role positions, newest first (when accepted)."""
         self.accepted = False
 
 
@@ -179,7 +179,8 @@ class RecentWalk:
                     pending.append(nxt)
                     break
                 block.append(nxt)
-            if not self.evaluate(BlockRecord(block, skip_head, self.head_role, self.has_system)):
+            record = BlockRecord(tuple(block), skip_head, self.head_role, self.has_system)
+            if not self.evaluate(record):
                 return False
             skip_head = None
 
@@ -219,9 +220,13 @@ class RecentWalk:
             return self._stop(measured)
         record.cost = cost
         record.accepted = True
-        for p in record.block:
-            if p not in pinned:
-                (record.added_system if role(p) == "system" else record.added_body).append(p)
+        body = [p for p in record.block if p not in pinned and role(p) != "system"]
+        # Most blocks add all of their chunks to the body: share the tuple then.
+        record.added_body = record.block if len(body) == len(record.block) else tuple(body)
+        if len(body) + len(pinned.intersection(record.block)) < len(record.block):
+            record.added_system = tuple(
+                p for p in record.block if p not in pinned and role(p) == "system"
+            )
         self.used += cost
         self.head_role = head
         self.has_system = has_system

@@ -10,7 +10,7 @@ from memctx._analysis import StateIndex, state_index
 from memctx._budget import CostModel, RecentWalk, Selection, pinned_cost, select_greedy
 from memctx._chunk import Chunk, ChunkType, Role
 from memctx._exceptions import BudgetExceededError
-from memctx._incremental import BuildPlan, MessageSpans, extend_walk
+from memctx._incremental import BuildPlan, MessagesByChunks, extend_walk
 from memctx._memo import PREFIX_CHARS_PER_TOKEN, Rendered, safe_split_point
 from memctx._options import BuildOptions
 from memctx._result import ContextBuildResult, ContextMessage, Exclusion, ExclusionReason
@@ -151,7 +151,7 @@ class BuildRun:
             selection = select_greedy(
                 costs, self.units(), pinned, pinned_body, pinned_system, budget, fixed
             )
-            return self.assemble(selection, pinned, None)[0]
+            return self.assemble(selection, pinned, None)
 
         def new_walk() -> RecentWalk:
             return RecentWalk(costs, self.index, pinned, pinned_body, pinned_system, budget, fixed)
@@ -159,13 +159,13 @@ class BuildRun:
         walk: RecentWalk | None = None
         if plan is not None:
             walk = extend_walk(self, plan, pinned, new_walk())
-        reuse = plan.spans if plan is not None and walk is not None else None
+        reuse = plan.messages_by_chunks() if plan is not None and walk is not None else None
         if walk is None:
             walk = new_walk()
             walk.walk(self.candidate_positions_desc())
-        result, spans = self.assemble(walk.selection(), pinned, reuse)
+        result = self.assemble(walk.selection(), pinned, reuse)
         if not result.recounted and self.only is None:
-            lineage.plan = BuildPlan(self, walk, result, spans)
+            lineage.plan = BuildPlan(self, walk, result)
         return result
 
     def pinned_positions(self) -> set[int]:
@@ -233,25 +233,22 @@ class BuildRun:
         return units
 
     def messages(
-        self, selection: Selection, reuse: MessageSpans | None = None
-    ) -> tuple[list[ContextMessage], bool, MessageSpans]:
-        """The messages of ``selection``, whether their counts add up exactly, and the
-        messages by role and chunk ids.
+        self, selection: Selection, reuse: MessagesByChunks | None = None
+    ) -> tuple[list[ContextMessage], bool]:
+        """The messages of ``selection``, and whether their counts add up exactly.
 
         A message of ``reuse`` that holds the very same chunks (the same
         state lineage, so the same ids mean the same chunks) is reused as it is.
         """
         chunks = self.chunks
         messages: list[ContextMessage] = []
-        spans: MessageSpans = {}
         all_safe = True
 
         def add(role: Role, parts: list[str], ids: list[str]) -> None:
-            key = (role, tuple(ids))
+            key = tuple(ids)
             message = reuse.get(key) if reuse is not None else None
             if message is None:
-                message = ContextMessage(role, "".join(parts), key[1])
-            spans[key] = message
+                message = ContextMessage(role, "".join(parts), key)
             messages.append(message)
 
         if selection.system or self.prompt_segment:
@@ -278,13 +275,13 @@ class BuildRun:
             run_ids.append(chunks[position].id)
         if run_role is not None:
             add(run_role, run_parts, run_ids)
-        return messages, all_safe, spans
+        return messages, all_safe
 
     def assemble(
-        self, selection: Selection, pinned: set[int], reuse: MessageSpans | None
-    ) -> tuple[ContextBuildResult, MessageSpans]:
+        self, selection: Selection, pinned: set[int], reuse: MessagesByChunks | None
+    ) -> ContextBuildResult:
         chunks, tokenizer = self.chunks, self.tokenizer
-        messages, all_safe, spans = self.messages(selection, reuse)
+        messages, all_safe = self.messages(selection, reuse)
         token_count = selection.used
         recounted = False
         if not (isinstance(tokenizer, TiktokenTokenizer) and all_safe):
@@ -297,7 +294,7 @@ class BuildRun:
             token_count = tokenizer.count_messages(messages)
             while budget is not None and token_count > budget:
                 selection = self.drop_oldest(selection, pinned, token_count)
-                messages, _, spans = self.messages(selection)
+                messages, _ = self.messages(selection)
                 token_count = tokenizer.count_messages(messages)
 
         included = sorted(selection.body + selection.system)
@@ -310,7 +307,7 @@ class BuildRun:
             count = self.rendered(position).replaced
             if count:
                 replaced[chunks[position].id] = count
-        result = ContextBuildResult(
+        return ContextBuildResult(
             messages=tuple(messages),
             token_count=token_count,
             token_count_exact=tokenizer.exact,
@@ -324,7 +321,6 @@ class BuildRun:
             recounted=recounted,
             exclusions_source=ExclusionReport(self, set(included)),
         )
-        return result, spans
 
     def drop_oldest(self, selection: Selection, pinned: set[int], needed: int) -> Selection:
         """Remove the oldest unpinned unit (a recount gave ``needed`` tokens, over budget)."""

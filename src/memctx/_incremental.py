@@ -24,8 +24,8 @@ from memctx._result import ContextBuildResult, ContextMessage
 if TYPE_CHECKING:
     from memctx._build_run import BuildRun
 
-MessageSpans = dict[tuple[str, tuple[str, ...]], ContextMessage]
-"""A build's messages by role and the ids of the chunks they hold."""
+MessagesByChunks = dict[tuple[str, ...], ContextMessage]
+"""A build's messages by the ids of the chunks they hold."""
 
 
 class BuildPlan:
@@ -39,12 +39,9 @@ class BuildPlan:
         "records",
         "render_key",
         "result",
-        "spans",
     )
 
-    def __init__(
-        self, run: BuildRun, walk: RecentWalk, result: ContextBuildResult, spans: MessageSpans
-    ) -> None:
+    def __init__(self, run: BuildRun, walk: RecentWalk, result: ContextBuildResult) -> None:
         self.length = run.length
         self.opts = run.opts
         self.render_key = run.render_key
@@ -52,7 +49,15 @@ class BuildPlan:
         self.result = result
         self.pinned = walk.pinned
         self.records = walk.records
-        self.spans = spans
+
+    def messages_by_chunks(self) -> MessagesByChunks:
+        """The messages of the last build, to reuse those that hold the very same chunks.
+
+        Ids are unique in a lineage and positions never change, so the same
+        ids mean the same chunks, the same role and the same content (the
+        system prompt is part of the options, which are the same).
+        """
+        return {message.chunk_ids: message for message in self.result.messages}
 
     def applies_to(self, run: BuildRun) -> bool:
         """Whether ``run`` builds this plan's state, or one appended to it, the same way."""
