@@ -182,7 +182,7 @@ def breakdown(builder: ContextBuilder, tokenizer: TiktokenTokenizer, state: Memo
     joined = "".join(segments)
 
     def index(chunks_: tuple[Any, ...]) -> None:
-        StateIndex().extend_to(chunks_)
+        StateIndex().extend_to(chunks_, len(chunks_))
 
     rows: list[tuple[str, float, str]] = []
 
@@ -229,6 +229,53 @@ def breakdown(builder: ContextBuilder, tokenizer: TiktokenTokenizer, state: Memo
         print(f"| {name} | {seconds * 1e3:,.1f} | {per} |")
 
 
+def incremental_breakdown(
+    tokenizer: TiktokenTokenizer, state: MemoryState, corpus: str, budget: int = 8_000
+) -> None:
+    """Where an incremental build's time goes: the append, the new chunk, the build itself.
+
+    Each step is timed on its own, once right after a full garbage collection
+    (as the benchmark times it: CPU caches cold) and once straight after the
+    step before (caches warm).
+    """
+    builder = create_builder(tokenizer)
+    fresh = FreshChunks(corpus, "breakdown-")
+    current = fresh_copy(state)
+    builder.build(current, max_tokens=budget)
+    steps: dict[tuple[str, bool], list[float]] = {}
+
+    def step(name: str, cold: bool, run: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        if cold:
+            gc.collect()
+        gc.disable()
+        try:
+            start = time.perf_counter()
+            value = run(*args, **kwargs)
+            steps.setdefault((name, cold), []).append(time.perf_counter() - start)
+            return value
+        finally:
+            gc.enable()
+
+    for number in range(60):
+        cold = number % 2 == 0
+        chunk = fresh.next()
+        current = step("state.append", cold, current.append, chunk)
+        step("render the new chunk", cold, builder.rendered, chunk)
+        step("count the new chunk", cold, builder.tokens, chunk, tokenizer)
+        step("build (fast path)", cold, builder.build, current, max_tokens=budget)
+    reference = measure(
+        lambda s: builder.build(s, max_tokens=budget), lambda: fresh_copy(state), repeats=5
+    )
+    print(f"\nincremental build, {len(state):,} chunks, {budget_label(budget)} budget ", end="")
+    print(f"(cold build: {reference.median * 1e3:.2f} ms):\n")
+    print("| step | caches cold ms | % of cold build | caches warm ms |\n|---|---:|---:|---:|")
+    for name in dict.fromkeys(name for name, _ in steps):
+        cold_ms = statistics.median(steps[name, True])
+        warm_ms = statistics.median(steps[name, False])
+        share = cold_ms / reference.median
+        print(f"| {name} | {cold_ms * 1e3:.3f} | {share:.1%} | {warm_ms * 1e3:.3f} |")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.profiling")
     parser.add_argument("--pyinstrument", action="store_true", help="use pyinstrument")
@@ -246,6 +293,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         scenarios(profiler, builder, state, corpus, label)
         if size == 10_000 and not args.no_breakdown:
             breakdown(builder, tokenizer, state)
+            incremental_breakdown(tokenizer, state, corpus)
     print(f"\nprofiles in {OUT}", file=sys.stderr)
     return 0
 

@@ -253,8 +253,9 @@ def render(suite: Suite, started: float) -> str:
         "floor = `encode_ordinary` of exactly the returned message contents, once. "
         "cold = fresh chunk objects and a fresh state, made untimed (nothing memoised; "
         "`MemoryState(chunks)` itself is timed under Scaling); warm = the same state built "
-        "again; incr = one chunk appended with `state.append` and the new state built "
-        "(both timed). "
+        "again (memctx hands back the result of that identical build); incr = one chunk "
+        "appended with `state.append` and the new state built (both timed; the fast path "
+        "from the last build). "
         'LC = `trim_messages(strategy="last")` with an exact cookbook counter on one '
         "message per chunk; LC/cold and LC/warm are how many times faster memctx is. "
         "`chunks/msgs` = chunks included / messages returned by memctx. ✗ marks "
