@@ -232,48 +232,72 @@ def breakdown(builder: ContextBuilder, tokenizer: TiktokenTokenizer, state: Memo
 def incremental_breakdown(
     tokenizer: TiktokenTokenizer, state: MemoryState, corpus: str, budget: int = 8_000
 ) -> None:
-    """Where an incremental build's time goes: the append, the new chunk, the build itself.
+    """Where an incremental build's time goes: the append, the new chunk, the build.
 
-    Each step is timed on its own, once right after a full garbage collection
-    (as the benchmark times it: CPU caches cold) and once straight after the
-    step before (caches warm).
+    Times, as the benchmark does (a full garbage collection first, so CPU
+    caches are cold), an append followed by a build; the same with the new
+    chunk already rendered and counted (untimed) between the two; and the
+    append alone. The differences are the new chunk's own cost and the rest
+    of the build. The same three again straight after the previous step
+    (caches warm) for comparison.
     """
     builder = create_builder(tokenizer)
     fresh = FreshChunks(corpus, "breakdown-")
     current = fresh_copy(state)
     builder.build(current, max_tokens=budget)
-    steps: dict[tuple[str, bool], list[float]] = {}
+    times: dict[tuple[str, bool], list[float]] = {}
 
-    def step(name: str, cold: bool, run: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    def timed_step(name: str, cold: bool, run: Callable[..., T], *args: Any) -> T:
         if cold:
             gc.collect()
         gc.disable()
         try:
             start = time.perf_counter()
-            value = run(*args, **kwargs)
-            steps.setdefault((name, cold), []).append(time.perf_counter() - start)
+            value = run(*args)
+            times.setdefault((name, cold), []).append(time.perf_counter() - start)
             return value
         finally:
             gc.enable()
 
-    for number in range(60):
+    def append_and_build(previous: MemoryState, chunk: Chunk) -> MemoryState:
+        grown = previous.append(chunk)
+        builder.build(grown, max_tokens=budget)
+        return grown
+
+    for number in range(120):
         cold = number % 2 == 0
+        mode = number // 2 % 3
         chunk = fresh.next()
-        current = step("state.append", cold, current.append, chunk)
-        step("render the new chunk", cold, builder.rendered, chunk)
-        step("count the new chunk", cold, builder.tokens, chunk, tokenizer)
-        step("build (fast path)", cold, builder.build, current, max_tokens=budget)
+        if mode == 0:
+            current = timed_step("append + build", cold, append_and_build, current, chunk)
+        elif mode == 1:
+            current = current.append(chunk)
+            builder.tokens(chunk, tokenizer)  # renders and counts it, untimed
+            timed_step("build, new chunk already counted", cold, builder.build, current, budget)
+        else:
+            current = timed_step("append alone", cold, current.append, chunk)
+            builder.build(current, max_tokens=budget)
     reference = measure(
         lambda s: builder.build(s, max_tokens=budget), lambda: fresh_copy(state), repeats=5
     )
+    whole = {cold: statistics.median(times["append + build", cold]) for cold in (True, False)}
+    built = {
+        cold: statistics.median(times["build, new chunk already counted", cold])
+        for cold in (True, False)
+    }
+    append = {cold: statistics.median(times["append alone", cold]) for cold in (True, False)}
+    rows = [
+        ("append + build (the benchmark's incr)", whole),
+        ("state.append", append),
+        ("render + count the new chunk", {c: whole[c] - built[c] - append[c] for c in whole}),
+        ("the rest of the build", built),
+    ]
     print(f"\nincremental build, {len(state):,} chunks, {budget_label(budget)} budget ", end="")
     print(f"(cold build: {reference.median * 1e3:.2f} ms):\n")
     print("| step | caches cold ms | % of cold build | caches warm ms |\n|---|---:|---:|---:|")
-    for name in dict.fromkeys(name for name, _ in steps):
-        cold_ms = statistics.median(steps[name, True])
-        warm_ms = statistics.median(steps[name, False])
-        share = cold_ms / reference.median
-        print(f"| {name} | {cold_ms * 1e3:.3f} | {share:.1%} | {warm_ms * 1e3:.3f} |")
+    for name, values in rows:
+        share = values[True] / reference.median
+        print(f"| {name} | {values[True] * 1e3:.3f} | {share:.1%} | {values[False] * 1e3:.3f} |")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
