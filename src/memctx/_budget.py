@@ -146,8 +146,6 @@ class RecentWalk:
         self.head_role: Role | None = None  # role of the nearest included body chunk above
         self.measured: list[int] = []
         self.records: list[BlockRecord] = []
-        self.stopped = False
-        """True once a block did not fit (the walk is over)."""
 
     def selection(self) -> Selection:
         return Selection(sorted(self.body), sorted(self.system), self.used, self.measured)
@@ -253,24 +251,7 @@ class RecentWalk:
 
     def _stop(self, measured: list[int]) -> bool:
         self.measured.extend(measured)
-        self.stopped = True
         return False
-
-
-def select_recent(
-    costs: CostModel,
-    index: StateIndex,
-    candidates_desc: Iterable[int],
-    pinned: set[int],
-    pinned_body: list[int],
-    pinned_system: list[int],
-    budget: int | None,
-    used: int,
-) -> Selection:
-    """Pinned chunks, then the newest candidates that fit, in blocks that split no unit."""
-    walk = RecentWalk(costs, index, pinned, pinned_body, pinned_system, budget, used)
-    walk.walk(candidates_desc)
-    return walk.selection()
 
 
 def select_greedy(
