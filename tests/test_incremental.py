@@ -13,6 +13,7 @@ from histories import agent_histories, build_options
 from memctx import (
     BudgetExceededError,
     Chunk,
+    ChunkNotFoundError,
     ContextBuildResult,
     MemoryState,
     chunks,
@@ -45,11 +46,13 @@ def report(result: ContextBuildResult) -> tuple[Any, ...]:
 def outcome(
     build: Callable[..., ContextBuildResult], state: MemoryState, opts: dict[str, Any]
 ) -> tuple[Any, ...]:
-    """The report of a build, or what a too-small budget said."""
+    """The report of a build, or what a too-small budget or a missing pinned id said."""
     try:
         return report(build(state, **opts))
     except BudgetExceededError as exc:
         return ("too small", exc.needed, exc.available)
+    except ChunkNotFoundError as exc:
+        return ("not found", exc.chunk_id)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -62,7 +65,6 @@ def test_growing_and_rebuilding_equals_a_full_build_for_any_recent_options(
     opts = data.draw(build_options(full))
     opts["strategy"] = "recent"
     opts.pop("include_only_chunk_ids", None)
-    opts["pinned_chunk_ids"] = []  # ids must exist in every grown state
     builder = create_builder()
     made = [MemoryState()]
     taken = 0
