@@ -55,7 +55,7 @@ def outcome(
         return ("not found", exc.chunk_id)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_growing_and_rebuilding_equals_a_full_build_for_any_recent_options(
     data: st.DataObject,
@@ -167,6 +167,51 @@ def _shapes() -> dict[str, tuple[list[Chunk], list[Chunk], dict[str, Any]]]:
             [chunks.assistant(say, id="a1")],
             {},
         ),
+        "a result appended to the call the last build ended with": (
+            [
+                chunks.user(say, id="u0"),
+                chunks.assistant(say, id="a0"),
+                chunks.tool_call("sh", {"cmd": "ls"}, call_id="c1", id="c1"),
+            ],
+            [chunks.tool_result("sh", say, call_id="c1", id="r1")],
+            {},
+        ),
+        "a result appended to a call with chunks in between": (
+            [
+                chunks.user(say, id="u0"),
+                chunks.tool_call("sh", {"cmd": "ls"}, call_id="c1", id="c1"),
+                chunks.thinking(say, id="t0"),
+            ],
+            [chunks.tool_result("sh", say, call_id="c1", id="r1")],
+            {},
+        ),
+        "a call and its result appended together": (
+            [chunks.user(say, id="u0"), chunks.assistant(say, id="a0")],
+            [
+                chunks.tool_call("sh", {"cmd": "ls"}, call_id="c1", id="c1"),
+                chunks.tool_result("sh", say, call_id="c1", id="r1"),
+                chunks.thinking(say, id="t1"),
+            ],
+            {"pin_newest": False},
+        ),
+        "a result appended to an unpinned call": (
+            [
+                chunks.user(say, id="u0"),
+                chunks.tool_call("sh", {"cmd": say * 2}, call_id="c1", id="c1"),
+            ],
+            [chunks.tool_result("sh", say, call_id="c1", id="r1")],
+            {"pin_newest": False, "pin_pending_calls": False},
+        ),
+        "a result appended to a pinned call with unpinned chunks in between": (
+            [
+                chunks.user(say, id="u0"),
+                chunks.tool_call("sh", {"cmd": "ls"}, call_id="c1", id="c1"),
+                chunks.thinking(say * 2, id="t0"),
+                chunks.thinking(say, id="t1"),
+            ],
+            [chunks.tool_result("sh", say, call_id="c1", id="r1")],
+            {},
+        ),
         "a pending call stays pinned above older steps": (
             [
                 chunks.user(say, id="u0"),
@@ -180,7 +225,7 @@ def _shapes() -> dict[str, tuple[list[Chunk], list[Chunk], dict[str, Any]]]:
 
 
 @pytest.mark.parametrize("shape", sorted(_shapes()))
-@pytest.mark.parametrize("max_tokens", [None, 150, 200, 250, 300, 400])
+@pytest.mark.parametrize("max_tokens", [None, *range(100, 401, 25)])
 def test_a_grown_history_builds_as_a_full_build_at_the_seam(
     shape: str, max_tokens: int | None
 ) -> None:
@@ -193,3 +238,25 @@ def test_a_grown_history_builds_as_a_full_build_at_the_seam(
     outcome(builder.build, state, opts)
 
     assert outcome(builder.build, grown, opts) == outcome(fresh_build, grown, opts)
+
+
+@pytest.mark.parametrize("pin_newest", [False, True])
+def test_a_pinned_chunk_skipped_at_the_top_is_remembered_for_the_next_build(
+    pin_newest: bool,
+) -> None:
+    """A pending delegation appended (pinned, skipped by the walk), then plain chunks.
+
+    The build that appended the delegation walked no block after skipping it;
+    the next build must still see it between the new chunks and the older ones.
+    """
+    say = "word " * 10
+    opts = {"tokenizer": GPT4O, "pin_newest": pin_newest, "pin_pending_calls": True}
+    builder = create_builder()
+    state = MemoryState([chunks.thinking(say, id="t0"), chunks.user(say, id="u1")])
+    builder.build(state, **opts)
+    state = state.append(chunks.spawn_subagent("ag1", "researcher", say, id="sp"))
+    builder.build(state, **opts)
+    for n in range(3):
+        state = state.append(chunks.user(say, id=f"u{n + 2}"))
+
+        assert outcome(builder.build, state, opts) == outcome(fresh_build, state, opts)

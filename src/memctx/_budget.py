@@ -115,6 +115,15 @@ class BlockRecord:
         """The block's unpinned system-role positions, newest first (when accepted)."""
         self.accepted = False
 
+    def after_skip(self, skip_head: Role | None) -> BlockRecord:
+        """This record, as met after a pinned chunk of role ``skip_head`` was skipped."""
+        if skip_head == self.skip_head:
+            return self
+        copy = BlockRecord(self.block, skip_head, self.head_before, self.system_before)
+        copy.cost, copy.accepted = self.cost, self.accepted
+        copy.added_body, copy.added_system = self.added_body, self.added_system
+        return copy
+
 
 class RecentWalk:
     """The ``recent`` strategy: pinned chunks, then the newest blocks that fit, no holes.
@@ -146,6 +155,9 @@ class RecentWalk:
         self.head_role: Role | None = None  # role of the nearest included body chunk above
         self.measured: list[int] = []
         self.records: list[BlockRecord] = []
+        # Role of the last pinned body chunk skipped after the last block, when
+        # the candidates ran out right after it (the next walk's seam needs it).
+        self.pending_skip: Role | None = None
 
     def selection(self) -> Selection:
         return Selection(sorted(self.body), sorted(self.system), self.used, self.measured)
@@ -162,6 +174,7 @@ class RecentWalk:
             else:
                 position = next(iterator, -1)
                 if position < 0:
+                    self.pending_skip = skip_head
                     return True
             if position in pinned:
                 if role(position) != "system":

@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from memctx._budget import BlockRecord, RecentWalk
-from memctx._chunk import ChunkType
 from memctx._result import ContextBuildResult, ContextMessage
 
 if TYPE_CHECKING:
@@ -74,42 +73,48 @@ def extend_walk(
 ) -> RecentWalk | None:
     """Finish ``walk`` (pinned chunks only so far) for a state ``plan``'s state grew into.
 
-    Returns None, having changed nothing that matters, when the appended
-    chunks are not plain ones (a SYSTEM or pinned chunk, a member of a call
-    or sub-agent unit, a chunk the options filter out) or the pins moved in
-    any other way than the newest chunk being a new one.
+    The appended chunks are walked as usual; below them, the last build's
+    blocks are met again. Returns None (the caller builds in full) when
+    that does not hold: a chunk older than the appended ones gained a pin;
+    the last build walked a chunk that has since lost its pin, or one above
+    it; or an appended chunk completes a unit reaching back over chunks the
+    last build walked (a result whose call is not pinned with it, or
+    unpinned chunks between the call and the result).
     """
     old, new = plan.length, run.length
-    index, chunks = run.index, run.chunks
-    for position in range(old, new):
-        chunk = chunks[position]
-        if (
-            chunk.type is ChunkType.SYSTEM
-            or chunk.type in run.excluded_types
-            or chunk.metadata.pinned
-            or position in index.unit_of
-        ):
-            return None
+    index, chunks, excluded = run.index, run.chunks, run.excluded_types
     previous = plan.pinned
     kept = {p for p in pinned if p < old}
-    lost = previous - kept
-    if kept - previous or any(old <= p < new - 1 for p in pinned):
+    if kept - previous:
+        # The replay below needs the same pins as last time under the seam;
+        # a pin may only have been lost (the last newest chunk, a closed call).
         return None
-    if lost:
-        # Only the last build's newest chunk (with its unit) may have lost its
-        # pin (pin_newest): walk it again here, as a block of this build.
-        unit = index.unit_members(old - 1) or [old - 1]
-        if not lost <= set(unit):
+    for position in range(old, new):
+        members = index.unit_members(position)
+        if members is None or members[0] >= old:
+            continue  # the unit, if any, lies among the appended chunks
+        if any(m not in pinned for m in members):
             return None
+        for between in range(members[0] + 1, old):
+            if between not in pinned and chunks[between].type not in excluded:
+                return None
+    # Chunks that lost their pin are walked again here (pins cover whole units,
+    # so no unit crosses below them); the last walk must not have walked any of
+    # them or anything above them.
+    lost = previous - kept
     low = min(lost, default=old)
     records = plan.records
     if records and records[0].block[0] >= low:
-        return None  # the last build walked some of that block: not a clean seam
+        return None
     top = range(new - 1, low - 1, -1)
-    excluded = run.excluded_types
     if not walk.walk(p for p in top if chunks[p].type not in excluded):
         return walk
-    for number, record in enumerate(records):
+    # A pinned chunk the walk above skipped last comes right before the first
+    # record, unless that record's own walk skipped one nearer to it.
+    pending = walk.pending_skip
+    for number, met in enumerate(records):
+        record = met if met.skip_head is not None else met.after_skip(pending)
+        pending = None
         if record.skip_head is not None:
             walk.head_role = record.skip_head
         if (
