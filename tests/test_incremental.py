@@ -212,6 +212,16 @@ def _shapes() -> dict[str, tuple[list[Chunk], list[Chunk], dict[str, Any]]]:
             [chunks.tool_result("sh", say, call_id="c1", id="r1")],
             {},
         ),
+        "the last build's newest chunk lies inside a unit whose result is left out": (
+            [
+                chunks.tool_call("sh", {"cmd": "ls"}, call_id="c1", id="c1"),
+                chunks.user(say, id="u0"),
+                chunks.user(say, id="u1"),
+                chunks.tool_result("sh", say, call_id="c1", id="r1"),
+            ],
+            [chunks.thinking(say, id="t1")],
+            {"include_environment": False},
+        ),
         "a pending call stays pinned above older steps": (
             [
                 chunks.user(say, id="u0"),

@@ -103,6 +103,10 @@ def extend_walk(
     # them or anything above them.
     lost = previous - kept
     low = min(lost, default=old)
+    if low < old and index.cut_blocked[low]:
+        # A chunk that lost its pin lies inside a unit's span (a call whose
+        # result is filtered out, say): its block reaches below it.
+        return None
     records = plan.records
     if records and records[0].block[0] >= low:
         return None
