@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from itertools import islice
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memctx._analysis import StateIndex, state_index
 from memctx._budget import CostModel, RecentWalk, Selection, pinned_cost, select_greedy
@@ -37,7 +37,7 @@ class BuildRun:
         # Memo keys, computed once per build (see ContextBuilder.rendered/tokens).
         self.render_key = builder._key()
         self.count_key = (self.render_key, getattr(self.tokenizer, "cache_key", self.tokenizer))
-        self.bound_key = (self.count_key, "at least")
+        self.bound_key = (self.count_key, "counted so far")
         self.excluded_types = set(opts.exclude_types)
         if not opts.include_system:
             self.excluded_types.add(ChunkType.SYSTEM)
@@ -66,9 +66,12 @@ class BuildRun:
     def measure_within(self, position: int, limit: int) -> int | None:
         """The tokens of ``position`` if at most ``limit``; None if it cannot fit.
 
-        A long chunk that clearly cannot fit is not encoded whole: a prefix
-        cut where tiktoken's pre-tokenizer must split has at most as many
-        tokens as the whole, so a prefix already over ``limit`` proves it.
+        A long chunk is counted in pieces cut where tiktoken's pre-tokenizer
+        must split (:func:`safe_split_point`), so the pieces' counts add up
+        to the whole's: counting stops as soon as they exceed ``limit``, and
+        what was counted is kept on the chunk ("its first ``end`` characters
+        have ``counted`` tokens"), so a later build with more room goes on
+        from there. No character is encoded twice.
         """
         if limit <= 0:
             return None
@@ -76,21 +79,34 @@ class BuildRun:
         memo = chunk._memo
         known: int | None = memo.get(self.count_key)
         if known is None and isinstance(self.tokenizer, TiktokenTokenizer):
-            # A lower bound from an earlier probe: "this chunk has at least N tokens".
-            at_least: int | None = memo.get(self.bound_key)
-            if at_least is not None and at_least > limit:
+            known = self.count_within(memo, self.rendered(position).segment, limit)
+            if known is None:
                 return None
-            segment = self.rendered(position).segment
-            probe = PREFIX_CHARS_PER_TOKEN * (limit + 1)
-            if len(segment) > 2 * probe:
-                cut = safe_split_point(segment, probe)
-                if cut is not None:
-                    bound = self.tokenizer.count(segment[:cut])
-                    if bound > limit:
-                        memo[self.bound_key] = max(bound, at_least or 0)
-                        return None
         tokens = known if known is not None else self.measure(position)
         return tokens if tokens <= limit else None
+
+    def count_within(self, memo: dict[Any, Any], segment: str, limit: int) -> int | None:
+        """The exact tokens of ``segment``, or None once more than ``limit`` are counted."""
+        counted: int
+        end: int
+        counted, end = memo.get(self.bound_key, (0, 0))
+        count = self.tokenizer.count
+        rate = float(PREFIX_CHARS_PER_TOKEN)
+        while counted <= limit:
+            # Enough characters for the tokens still missing, at this text's
+            # own rate once known; cut where the pieces' counts must add up.
+            target = end + int(rate * (limit + 1 - counted)) + 1
+            cut = safe_split_point(segment, target) if 2 * target < len(segment) + end else None
+            if cut is None:
+                counted += count(segment[end:])
+                memo[self.count_key] = counted
+                return counted
+            tokens = count(segment[end:cut])
+            rate = max(1.0, 1.1 * (cut - end) / max(tokens, 1))
+            counted += tokens
+            end = cut
+            memo[self.bound_key] = (counted, end)
+        return None
 
     def filter_reason(self, chunk: Chunk) -> ExclusionReason | None:
         ctype = chunk.type

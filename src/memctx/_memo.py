@@ -16,8 +16,8 @@ from memctx._rendering import ChunkRenderer
 SEPARATOR: Final = "\n"
 """Written after every chunk's XML (and after the system prompt) in a message."""
 
-PREFIX_CHARS_PER_TOKEN: Final = 5
-"""How many characters per token of budget a too-big chunk's probe prefix gets."""
+PREFIX_CHARS_PER_TOKEN: Final = 4
+"""Characters per missing token in the first piece of a long chunk counted against a limit."""
 
 
 def safe_split_point(text: str, start: int) -> int | None:
