@@ -14,6 +14,7 @@ from memctx import (
     BudgetExceededError,
     Chunk,
     ChunkNotFoundError,
+    ChunkType,
     ContextBuildResult,
     MemoryState,
     chunks,
@@ -55,16 +56,11 @@ def outcome(
         return ("not found", exc.chunk_id)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data())
-def test_growing_and_rebuilding_equals_a_full_build_for_any_recent_options(
-    data: st.DataObject,
-) -> None:
-    """The agent loop: append a few chunks, build; sometimes build an older state again."""
-    full = data.draw(agent_histories())
-    opts = data.draw(build_options(full))
-    opts["strategy"] = "recent"
-    opts.pop("include_only_chunk_ids", None)
+def grow_and_compare(data: st.DataObject, full: MemoryState, opts: dict[str, Any]) -> None:
+    """The agent loop: append a few chunks of ``full``, build; sometimes an older state.
+
+    Every build by the one builder must equal a fresh full build of the same state.
+    """
     builder = create_builder()
     made = [MemoryState()]
     taken = 0
@@ -76,6 +72,39 @@ def test_growing_and_rebuilding_equals_a_full_build_for_any_recent_options(
         if data.draw(st.integers(0, 5)) == 0:  # an older state, built again
             grown = made[data.draw(st.integers(0, len(made) - 1))]
         assert outcome(builder.build, grown, opts) == outcome(fresh_build, grown, opts)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_growing_and_rebuilding_equals_a_full_build_for_any_recent_options(
+    data: st.DataObject,
+) -> None:
+    """The agent loop: append a few chunks, build; sometimes build an older state again."""
+    full = data.draw(agent_histories())
+    opts = data.draw(build_options(full))
+    opts["strategy"] = "recent"
+    opts.pop("include_only_chunk_ids", None)
+    grow_and_compare(data, full, opts)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_growing_under_tight_budgets_with_filtered_kinds_equals_a_full_build(
+    data: st.DataObject,
+) -> None:
+    """Budgets that stop the walk among the chunks, and calls or results filtered out.
+
+    Where the fast path's seams are: a block that did not fit last time, pins that
+    moved, units whose other members are left out by type.
+    """
+    full = data.draw(agent_histories())
+    opts = data.draw(build_options(full))
+    opts.update(strategy="recent", max_tokens=data.draw(st.integers(10, 400)))
+    opts.pop("include_only_chunk_ids", None)
+    opts.pop("reserve_tokens", None)
+    filtered = [ChunkType.WORKFLOW, ChunkType.DELEGATION, ChunkType.ENVIRONMENT]
+    opts["exclude_types"] = data.draw(st.lists(st.sampled_from(filtered), max_size=2))
+    grow_and_compare(data, full, opts)
 
 
 def _loop_state() -> MemoryState:
