@@ -98,14 +98,14 @@ def extend_walk(
         for between in range(members[0] + 1, old):
             if between not in pinned and chunks[between].type not in excluded:
                 return None
-    # Chunks that lost their pin are walked again here (pins cover whole units,
-    # so no unit crosses below them); the last walk must not have walked any of
-    # them or anything above them.
+    # Chunks that lost their pin are walked again here, down to the lowest one.
+    # No unit may span across it (pins cover whole units, but a call whose
+    # result is filtered out still spans the chunks between them, so a block
+    # started there would reach below it), and the last walk must not have
+    # walked any of them or anything above them.
     lost = previous - kept
     low = min(lost, default=old)
     if low < old and index.cut_blocked[low]:
-        # A chunk that lost its pin lies inside a unit's span (a call whose
-        # result is filtered out, say): its block reaches below it.
         return None
     records = plan.records
     if records and records[0].block[0] >= low:
