@@ -36,7 +36,7 @@ from memctx import (
     create_builder,
     create_tokenizer,
 )
-from memctx._analysis import StateIndex
+from memctx._units import UnitsIndex
 
 T = TypeVar("T")
 OUT = Path(__file__).resolve().parent / "results" / "profile"
@@ -182,7 +182,7 @@ def breakdown(builder: ContextBuilder, tokenizer: TiktokenTokenizer, state: Memo
     joined = "".join(segments)
 
     def index(chunks_: tuple[Any, ...]) -> None:
-        StateIndex().extend_to(chunks_, len(chunks_))
+        UnitsIndex().extend_to(chunks_, len(chunks_))
 
     rows: list[tuple[str, float, str]] = []
 
@@ -193,7 +193,7 @@ def breakdown(builder: ContextBuilder, tokenizer: TiktokenTokenizer, state: Memo
         )
         rows.append((name, seconds, per))
 
-    add("state index (StateIndex.extend_to)", _median_time(index, chunks))
+    add("units index (UnitsIndex.extend_to)", _median_time(index, chunks))
     add(
         "chunk.text (JSON dumps for JSON content)",
         _median_time(lambda cs: [c.text for c in cs], chunks),

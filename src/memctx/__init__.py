@@ -28,11 +28,12 @@ from memctx._exceptions import (
     ViewOperationError,
 )
 from memctx._options import BuildOptions
-from memctx._rendering import ChunkRenderer, GenericRenderer, RendererRegistry
+from memctx._rendering import GenericRenderer, RendererRegistry, renderer_cache_key
 from memctx._result import ContextBuildResult, ContextMessage, Exclusion, ExclusionReason
 from memctx._state import MemoryState
-from memctx._tokens import EstimatingTokenizer, TiktokenTokenizer, Tokenizer, create_tokenizer
+from memctx._tokens import EstimatingTokenizer, TiktokenTokenizer, create_tokenizer
 from memctx.statefile import load_state, save_state
+from memctx.typing import ChunkRenderer, Tokenizer
 
 if _typing.TYPE_CHECKING:
     from memctx.store import MemoryStore
@@ -92,5 +93,6 @@ __all__ = [
     "create_builder",
     "create_tokenizer",
     "load_state",
+    "renderer_cache_key",
     "save_state",
 ]

@@ -2,27 +2,42 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import threading
+import warnings
+from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
 
-from memctx._build_run import BuildRun
+from memctx._build_cache import BuildCaches, ChunkCosts, CountKey, HistoryCache
 from memctx._chunk import Chunk, Role
-from memctx._exceptions import BuildOptionError
-from memctx._memo import SEPARATOR, ChainToken, Rendered, chain_token
-from memctx._options import BuildOptions
-from memctx._rendering import ChunkRenderer, RendererRegistry
+from memctx._cost import Overheads, cost_model, message_overheads, pinned_cost, prompt_segment
+from memctx._exceptions import BudgetExceededError, BuildOptionError
+from memctx._filter import filter_candidates
+from memctx._group import group
+from memctx._incremental import LastWalk
+from memctx._options import BuildOptions, parse_build_options
+from memctx._pin import pin
+from memctx._rendering import RendererRegistry, renderer_cache_key
+from memctx._report import report
 from memctx._result import ContextBuildResult
+from memctx._segments import SEPARATOR, RenderedChunk
+from memctx._select import selector_for
+from memctx._selection import SelectionProblem
 from memctx._state import MemoryState
-from memctx._tokens import EstimatingTokenizer, Tokenizer
+from memctx._tokens import EstimatingTokenizer, tokenizer_traits
+from memctx.typing import ChunkRenderer, Tokenizer
 from memctx.xml import SafeXml, count_forbidden, sanitize
 
 
 class ContextBuilder:
     """Builds the messages for a model call from a :class:`MemoryState`.
 
-    Renderings and token counts are memoised on the chunks themselves (they
-    are immutable), keyed by the renderer chain and the encoding, so a
-    rebuild renders and counts only chunks it has not seen.
+    The builder remembers what it rendered and counted, per shared history
+    (the chunk list a state shares with the states appended to it), renderer
+    chain and tokenizer, so a rebuild renders and counts only chunks it has
+    not seen; and the last newest-first walk per set of options, so a build
+    after an append walks only the new chunks. All of it is held weakly by
+    history: a state never keeps a builder alive, and a builder's memory of
+    a history goes with the history's last state.
     """
 
     def __init__(
@@ -30,80 +45,17 @@ class ContextBuilder:
     ) -> None:
         self.registry = registry if registry is not None else RendererRegistry()
         self.tokenizer: Tokenizer = tokenizer if tokenizer is not None else EstimatingTokenizer()
-        self._chain_key: ChainToken | None = None
+        self._caches = BuildCaches()
+        self._lock = threading.Lock()
+        self._chain_key: tuple[Hashable, ...] = ()
         self._chain_generation = -1
-        # Per tokenizer cache key: (reply priming, {role: per-message overhead}).
-        self._overheads: dict[Any, dict[str, int]] = {}
+        self._overheads: dict[Hashable, Overheads] = {}
 
     def register_renderer(self, renderer: ChunkRenderer) -> None:
         """Register ``renderer`` ahead of all others (see :class:`RendererRegistry`)."""
         self.registry.register(renderer)
 
-    # -- rendering -------------------------------------------------------------
-
-    def _key(self) -> ChainToken:
-        if self._chain_generation != self.registry.generation:
-            self._chain_key = chain_token(self.registry.renderers)
-            self._chain_generation = self.registry.generation
-        assert self._chain_key is not None
-        return self._chain_key
-
-    def rendered(self, chunk: Chunk) -> Rendered:
-        """Return ``chunk``'s role and segment, rendering it only the first time."""
-        key = self._key()
-        memo = chunk._memo
-        found: Rendered | None = memo.get(key)
-        if found is None:
-            role, xml = self.registry.render(chunk)
-            if type(xml) is SafeXml:
-                replaced = xml.replaced
-            else:  # a renderer that did not use render_element: check its output
-                replaced = count_forbidden(xml)
-                if replaced:
-                    xml = sanitize(xml)
-            found = Rendered(role, xml + SEPARATOR, replaced)
-            memo[key] = found
-        return found
-
-    def render(self, chunk: Chunk) -> tuple[Role, str]:
-        """Return ``(role, xml)`` for one chunk, as a build would render it."""
-        found = self.rendered(chunk)
-        return found.role, found.segment[: -len(SEPARATOR)]
-
-    @property
-    def renderer_fingerprint(self) -> str:
-        """Names the renderer chain; persisted token counts are only valid under the same one."""
-        return "|".join(
-            f"{type(r).__module__}.{type(r).__qualname__}" for r in self.registry.renderers
-        )
-
-    def cached_tokens(self, chunk: Chunk, tokenizer: Tokenizer) -> int | None:
-        """The memoised token count of ``chunk``'s segment, or None when not counted yet."""
-        cache_key = getattr(tokenizer, "cache_key", tokenizer)
-        found: int | None = chunk._memo.get((self._key(), cache_key))
-        return found
-
-    def seed_tokens(self, chunk: Chunk, tokenizer: Tokenizer, count: int) -> None:
-        """Record a token count known from elsewhere (a store's cache) so it is not recounted.
-
-        Only seed counts that were measured under the same
-        :attr:`renderer_fingerprint` and tokenizer ``cache_key``.
-        """
-        cache_key = getattr(tokenizer, "cache_key", tokenizer)
-        chunk._memo[(self._key(), cache_key)] = count
-
-    def tokens(self, chunk: Chunk, tokenizer: Tokenizer) -> int:
-        """Tokens of ``chunk``'s segment (its XML and the newline after it)."""
-        cache_key = getattr(tokenizer, "cache_key", tokenizer)
-        key = (self._key(), cache_key)
-        memo = chunk._memo
-        count: int | None = memo.get(key)
-        if count is None:
-            count = tokenizer.count(self.rendered(chunk).segment)
-            memo[key] = count
-        return count
-
-    # -- building --------------------------------------------------------------------
+    # -- the build ------------------------------------------------------------------------
 
     def build(
         self, state: MemoryState, max_tokens: int | None = None, **options: Any
@@ -113,24 +65,201 @@ class ContextBuilder:
         Takes the fields of :class:`BuildOptions` as keyword arguments, or
         ``options=BuildOptions(...)``.
         """
-        given = options.pop("options", None)
-        if given is not None:
-            if options or max_tokens is not None:
-                raise BuildOptionError("options", "pass BuildOptions or keywords, not both")
-            if not isinstance(given, BuildOptions):
-                raise BuildOptionError("options", f"must be BuildOptions, got {given!r}")
-            opts = given
-        else:
-            try:
-                opts = BuildOptions(max_tokens=max_tokens, **options)
-            except TypeError as exc:
-                raise BuildOptionError("build", str(exc)) from None
+        opts = parse_build_options(max_tokens, options)
         if not isinstance(state, MemoryState):
             raise BuildOptionError("state", f"must be a MemoryState, got {type(state).__name__}")
-        # Appending to this state's history extends shared indexes in place;
-        # hold them still while this build reads them.
-        with state._lineage.lock:
-            return BuildRun(self, state, opts).run()
+        tokenizer = opts.tokenizer or self.tokenizer
+        history = state.shared_history
+        cache = self._caches.for_history(history)
+        with history.lock:  # appends to this history wait while the build reads it
+            return self._build(state, opts, tokenizer, cache)
+
+    def _build(
+        self, state: MemoryState, opts: BuildOptions, tokenizer: Tokenizer, cache: HistoryCache
+    ) -> ContextBuildResult:
+        items, length = state.shared_history.items, len(state)
+        costs, count_key = self._chunk_costs(cache, items, length, tokenizer)
+        candidates = filter_candidates(items, length, opts, state.index_of)  # 1. filter
+        walk_key = (opts, count_key) if candidates.only is None else None
+        last = cache.last_walks.get(walk_key) if opts.strategy == "recent" else None
+        if last is not None and last.length == length:
+            return last.result  # this very state, built the same way before
+        if last is not None and last.length > length:
+            last = None
+        units = cache.units_index(items, length)
+        pinned = pin(candidates, units, opts, state.index_of)  # 2. pin
+        prompt = prompt_segment(opts.system_prompt)
+        model = cost_model(  # 3. cost
+            costs.role,
+            costs.measure,
+            costs.measure_within,
+            costs.known_tokens,
+            self._message_overheads(tokenizer, count_key[1]),
+            tokenizer.count(prompt) if prompt else 0,
+            has_system_prompt=bool(prompt),
+        )
+        pinned_body = sorted(p for p in pinned if costs.role(p) != "system")
+        pinned_system = sorted(p for p in pinned if costs.role(p) == "system")
+        fixed = model.overhead["priming"] + pinned_cost(model, pinned_body, pinned_system)
+        if opts.budget is not None and fixed > opts.budget:
+            raise BudgetExceededError(
+                fixed, opts.budget, f"{len(pinned)} pinned chunks, with tokenizer {tokenizer.name}"
+            )
+        problem = SelectionProblem(
+            items, candidates, units, model, pinned, pinned_body, pinned_system, opts.budget, fixed
+        )
+        selected = selector_for(opts.strategy)(problem, last)  # 4. select
+        grouped = group(  # 5. group by role
+            selected.selection,
+            items,
+            costs.rendered,
+            prompt,
+            counts_add_up=costs.adds_up,
+            tokenizer=tokenizer,
+            budget=opts.budget,
+            pinned=pinned,
+            units=units,
+            reuse=selected.reusable_messages,
+        )
+        result = report(  # 6. report
+            grouped,
+            items,
+            candidates,
+            opts,
+            tokenizer.name,
+            tokenizer.exact,
+            costs.measure,
+            costs.known_tokens,
+            costs.rendered,
+        )
+        if selected.walk is not None and walk_key is not None and not grouped.recounted:
+            cache.remember_walk(walk_key, LastWalk(length, selected.walk, result))
+        return result
+
+    # -- rendering and counting ------------------------------------------------------------
+
+    def render_chunk(self, chunk: Chunk) -> RenderedChunk:
+        """Render ``chunk`` with the registry: its role, segment and replaced characters."""
+        role, xml = self.registry.render(chunk)
+        if type(xml) is SafeXml:
+            replaced = xml.replaced
+        else:  # a renderer that did not use render_element: check its output
+            replaced = count_forbidden(xml)
+            if replaced:
+                xml = sanitize(xml)
+        return RenderedChunk(role, xml + SEPARATOR, replaced)
+
+    def render(self, chunk: Chunk) -> tuple[Role, str]:
+        """Return ``(role, xml)`` for one chunk, as a build would render it."""
+        found = self.render_chunk(chunk)
+        return found.role, found.segment[: -len(SEPARATOR)]
+
+    def rendered(self, chunk: Chunk) -> RenderedChunk:
+        """Deprecated alias of :meth:`render_chunk`."""
+        warnings.warn(
+            "ContextBuilder.rendered is deprecated; use render_chunk",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.render_chunk(chunk)
+
+    @property
+    def chain_key(self) -> tuple[Hashable, ...]:
+        """Names the renderer chain and its configuration (see ``ChunkRenderer.cache_key``)."""
+        with self._lock:
+            if self._chain_generation != self.registry.generation:
+                self._chain_key = tuple(renderer_cache_key(r) for r in self.registry.renderers)
+                self._chain_generation = self.registry.generation
+            return self._chain_key
+
+    @property
+    def renderer_fingerprint(self) -> str:
+        """The chain key as text; persisted token counts are only valid under the same one."""
+        return "|".join(map(repr, self.chain_key))
+
+    def _chunk_costs(
+        self, cache: HistoryCache, items: list[Chunk], length: int, tokenizer: Tokenizer
+    ) -> tuple[ChunkCosts, CountKey]:
+        chain = self.chain_key
+        tokenizer_key, adds_up = tokenizer_traits(tokenizer)
+        count_key: CountKey = (chain, tokenizer_key)
+        costs = ChunkCosts(
+            cache, items, length, chain, self.render_chunk, tokenizer, count_key, adds_up
+        )
+        return costs, count_key
+
+    def _message_overheads(self, tokenizer: Tokenizer, key: Hashable) -> Overheads:
+        found = self._overheads.get(key)
+        if found is None:
+            found = self._overheads[key] = message_overheads(tokenizer)
+        return found
+
+    def token_counts(self, state: MemoryState, tokenizer: Tokenizer) -> dict[int, int]:
+        """Token counts of ``state``'s chunks this builder knows, by position."""
+        history = state.shared_history
+        with history.lock:
+            costs, _ = self._chunk_costs(
+                self._caches.for_history(history), history.items, len(state), tokenizer
+            )
+            found = {}
+            for position in range(len(state)):
+                tokens = costs.known_tokens(position)
+                if tokens is not None:
+                    found[position] = tokens
+            return found
+
+    def seed_token_counts(
+        self, state: MemoryState, tokenizer: Tokenizer, counts: Mapping[int, int]
+    ) -> None:
+        """Record counts known from elsewhere (a store's cache), by position, so they are
+        not counted again. Only seed counts measured under the same
+        :attr:`renderer_fingerprint` and tokenizer ``cache_key``.
+        """
+        history = state.shared_history
+        with history.lock:
+            costs, _ = self._chunk_costs(
+                self._caches.for_history(history), history.items, len(state), tokenizer
+            )
+            for position, tokens in counts.items():
+                if 0 <= position < len(state):
+                    costs.seed(position, tokens)
+
+    def seed_tokens(self, chunk: Chunk, tokenizer: Tokenizer, count: int) -> None:
+        """Deprecated: use :meth:`seed_token_counts`, which takes the state.
+
+        Seeds ``count`` where a live state this builder built holds ``chunk``.
+        """
+        warnings.warn(
+            "ContextBuilder.seed_tokens is deprecated; use seed_token_counts(state, ...)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        for history, cache in self._caches.histories():
+            position = history.ids.get(chunk.id)
+            if position is None or history.items[position] is not chunk:
+                continue
+            with history.lock:
+                costs, _ = self._chunk_costs(cache, history.items, position + 1, tokenizer)
+                costs.seed(position, count)
+
+    def tokens(self, chunk: Chunk, tokenizer: Tokenizer) -> int:
+        """Tokens of ``chunk``'s segment (its XML and the newline after it)."""
+        return tokenizer.count(self.render_chunk(chunk).segment)
+
+    def cached_tokens(self, chunk: Chunk, tokenizer: Tokenizer) -> int | None:
+        """The count of ``chunk``'s segment if a build of a live state holding it counted it."""
+        for history, _ in self._caches.histories():
+            position = history.ids.get(chunk.id)
+            if position is None or history.items[position] is not chunk:
+                continue
+            with history.lock:
+                costs, _ = self._chunk_costs(
+                    self._caches.for_history(history), history.items, position + 1, tokenizer
+                )
+                found = costs.known_tokens(position)
+            if found is not None:
+                return found
+        return None
 
 
 def create_builder(

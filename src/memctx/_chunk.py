@@ -204,11 +204,6 @@ class Chunk:
     metadata: ChunkMetadata = attrs.field(default=_EMPTY_METADATA, validator=_validate_metadata)
     priority: int = attrs.field(default=0, validator=_validate_priority)
     created_at: _dt.datetime = attrs.field(factory=_utcnow, validator=_validate_created_at)
-    # Derived values (renderings, token counts) memoised per renderer and
-    # encoding. Safe because the chunk never changes; not part of its value.
-    _memo: dict[Any, Any] = attrs.field(
-        factory=dict, init=False, eq=False, repr=False, hash=False, alias="_memo"
-    )
 
     @property
     def pinned(self) -> bool:

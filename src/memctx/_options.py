@@ -9,7 +9,7 @@ import attrs
 
 from memctx._chunk import ChunkType
 from memctx._exceptions import BuildOptionError
-from memctx._tokens import Tokenizer
+from memctx.typing import Tokenizer
 
 Strategy: TypeAlias = Literal["recent", "priority", "in_order"]
 STRATEGIES: Final[tuple[str, ...]] = ("recent", "priority", "in_order")
@@ -72,8 +72,11 @@ def _check_strategy(instance: object, attribute: attrs.Attribute[Any], value: ob
         )
 
 
+_TOKENIZER_MEMBERS: Final = ("name", "exact", "count", "count_messages")
+
+
 def _check_tokenizer(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and not isinstance(value, Tokenizer):
+    if value is not None and not all(hasattr(value, m) for m in _TOKENIZER_MEMBERS):
         raise BuildOptionError(
             "tokenizer",
             f"{value!r} is not a Tokenizer (needs name, exact, count and count_messages); "
@@ -136,3 +139,23 @@ class BuildOptions:
     def budget(self) -> int | None:
         """Tokens the messages may use: ``max_tokens - reserve_tokens``."""
         return None if self.max_tokens is None else self.max_tokens - self.reserve_tokens
+
+
+def parse_build_options(max_tokens: int | None, options: dict[str, Any]) -> BuildOptions:
+    """The options of a ``build(state, max_tokens, **options)`` call, validated.
+
+    ``options`` holds :class:`BuildOptions` fields as keywords, or only
+    ``options=BuildOptions(...)`` (then ``max_tokens`` must be None).
+    """
+    options = dict(options)
+    given = options.pop("options", None)
+    if given is None:
+        try:
+            return BuildOptions(max_tokens=max_tokens, **options)
+        except TypeError as exc:
+            raise BuildOptionError("build", str(exc)) from None
+    if options or max_tokens is not None:
+        raise BuildOptionError("options", "pass BuildOptions or keywords, not both")
+    if not isinstance(given, BuildOptions):
+        raise BuildOptionError("options", f"must be BuildOptions, got {given!r}")
+    return given

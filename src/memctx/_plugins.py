@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 import attrs
 
 from memctx._exceptions import PluginLoadError
-from memctx._rendering import ChunkRenderer
+from memctx.typing import ChunkRenderer
 
 ENTRY_POINT_GROUP = "memctx.renderers"
 BUILTIN_DISTRIBUTION = "memctx"

@@ -3,35 +3,34 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
-from typing import Protocol, runtime_checkable
+from collections.abc import Hashable, Iterable
 
 from memctx._chunk import Chunk, Role
 from memctx._exceptions import RendererError
+from memctx.typing import ChunkRenderer
 from memctx.xml import render_element
 
+_PLAIN_VALUES = (str, int, float, bool, type(None))
 
-@runtime_checkable
-class ChunkRenderer(Protocol):
-    """Renders the chunks it claims as one XML element each.
 
-    Renderers should be stateless (or at least deterministic): memctx
-    memoises ``render`` and ``get_role`` per chunk and renderer, since chunks
-    never change. Build the XML with :func:`memctx.xml.render_element` to get
-    escaping and the forbidden-character policy for free.
+def renderer_cache_key(renderer: ChunkRenderer) -> Hashable:
+    """The key under which ``renderer``'s renderings and token counts are cached.
+
+    The renderer's own ``cache_key`` when it has one; else its class's full
+    name and, when all of them are plain values (str, int, float, bool,
+    None), the instance's attributes — so two differently configured
+    instances never share cached counts. A renderer with other attributes is
+    keyed by the instance itself (cached for the life of the builder only).
     """
-
-    def can_render(self, chunk: Chunk) -> bool:
-        """Return whether this renderer claims ``chunk``."""
-        ...
-
-    def get_role(self, chunk: Chunk) -> Role:
-        """Return the chat role of the message ``chunk`` belongs in."""
-        ...
-
-    def render(self, chunk: Chunk) -> str:
-        """Return ``chunk`` as XML text."""
-        ...
+    declared = getattr(renderer, "cache_key", None)
+    if declared is not None:
+        return declared  # type: ignore[no-any-return]
+    kind = type(renderer)
+    name = f"{kind.__module__}.{kind.__qualname__}"
+    attributes = getattr(renderer, "__dict__", {})
+    if all(isinstance(v, _PLAIN_VALUES) for v in attributes.values()):
+        return (name, *sorted((k, repr(v)) for k, v in attributes.items()))
+    return (name, id(renderer))
 
 
 class GenericRenderer:

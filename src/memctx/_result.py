@@ -8,7 +8,7 @@ from typing import Any
 
 import attrs
 
-from memctx._chunk import Role
+from memctx._chunk import Chunk, Role
 
 
 def _to_tuple(value: Iterable[str]) -> tuple[str, ...]:
@@ -86,7 +86,9 @@ class ContextBuildResult:
     recounted: bool = False
     """True when the count came from a fresh ``count_messages`` of the messages
     (the estimator, a custom tokenizer, or a renderer whose output could not
-    be counted piece by piece) rather than from the sum of memoised counts."""
+    be counted piece by piece) rather than from the sum of cached counts."""
+    included_chunks: tuple[Chunk, ...] = attrs.field(default=(), repr=False)
+    """The included chunks themselves, in state order (``included_chunk_ids``' chunks)."""
     _exclusions_source: ExclusionSource | None = attrs.field(
         default=None, repr=False, eq=False, alias="exclusions_source"
     )

@@ -5,16 +5,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
-from typing import TYPE_CHECKING, Any, overload
+from typing import Any, overload
 
 import attrs
 
-from memctx._analysis import StateIndex
 from memctx._chunk import Chunk, ChunkType
 from memctx._exceptions import ChunkNotFoundError, DuplicateChunkError, InvalidChunkError
-
-if TYPE_CHECKING:
-    from memctx._incremental import BuildPlan
 
 
 def _to_chunk_tuple(chunks: Iterable[Chunk]) -> tuple[Chunk, ...]:
@@ -32,32 +28,29 @@ def _validate_thread_id(value: object) -> None:
         raise InvalidChunkError("thread_id", f"must be a non-empty string or None, got {value!r}")
 
 
-class _Lineage:
-    """The chunks and indexes shared by a state and the states appended to it.
+class SharedHistory:
+    """The chunk list shared by a state and the states appended to it.
 
     An agent's history grows by appending: each new state is its parent plus
-    a few chunks. The chunk list, the id map and the budget index are
-    extended in place for the newest state (the one whose length is
-    ``len(items)``) instead of being copied or rebuilt; entries past a
-    state's own length belong to its descendants and are ignored by it. A
-    second child of the same parent (a branch) gets its own copy.
+    a few chunks. The list and the id map are extended in place for the
+    newest state (the one whose length is ``len(items)``) instead of being
+    copied; entries past a state's own length belong to its descendants and
+    are ignored by it. A second child of the same parent (a branch) gets a
+    history of its own. Positions never change, so builders key their caches
+    by this object (weakly) and by position.
     """
 
-    __slots__ = ("budget_index", "ids", "items", "lock", "plan")
+    __slots__ = ("__weakref__", "ids", "items", "lock")
 
     def __init__(self, chunks: Iterable[Chunk]) -> None:
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
+        """Held while the history grows, and by a build while it reads."""
         self.items: list[Chunk] = list(chunks)
         self.ids: dict[str, int] = {}
         for position, chunk in enumerate(self.items):
             if chunk.id in self.ids:
                 raise DuplicateChunkError(chunk.id)
             self.ids[chunk.id] = position
-        self.budget_index = StateIndex()
-        self.budget_index.extend_to(self.items, len(self.items))
-        # The last exact ``recent`` build of a state of this lineage
-        # (a memctx._incremental.BuildPlan): the next one may extend it.
-        self.plan: BuildPlan | None = None
 
 
 class MemoryState:
@@ -66,33 +59,39 @@ class MemoryState:
     Chunk ids are unique within a state (:class:`DuplicateChunkError`
     otherwise). Two states are equal when they hold equal chunks in the same
     order and have the same ``thread_id``. :meth:`append` costs only the
-    appended chunks: the new state shares its parent's chunk list and
-    indexes instead of copying or rebuilding them.
+    appended chunks: the new state shares its parent's chunk list
+    (:attr:`shared_history`) instead of copying it. A state holds nothing
+    else: what a build remembers belongs to the builder.
     """
 
-    __slots__ = ("_chunks", "_length", "_lineage", "_private_index", "thread_id")
+    __slots__ = ("_chunks", "_history", "_length", "thread_id")
 
     thread_id: str | None
     """The thread this state belongs to, if any."""
-    _lineage: _Lineage
+    _history: SharedHistory
     _length: int
     _chunks: tuple[Chunk, ...] | None
-    _private_index: list[StateIndex]
 
     def __init__(self, chunks: Iterable[Chunk] = (), thread_id: str | None = None) -> None:
         items = _to_chunk_tuple(chunks)
         _validate_thread_id(thread_id)
-        self._init(_Lineage(items), len(items), thread_id)
+        self._init(SharedHistory(items), len(items), thread_id)
         object.__setattr__(self, "_chunks", items)
 
-    def _init(self, lineage: _Lineage, length: int, thread_id: str | None) -> None:
-        object.__setattr__(self, "_lineage", lineage)
+    def _init(self, history: SharedHistory, length: int, thread_id: str | None) -> None:
+        object.__setattr__(self, "_history", history)
         object.__setattr__(self, "_length", length)
         object.__setattr__(self, "thread_id", thread_id)
         object.__setattr__(self, "_chunks", None)
-        # A budget index of this state alone, made only if the shared one has
-        # moved on to a descendant and this state is built again.
-        object.__setattr__(self, "_private_index", [])
+
+    @property
+    def shared_history(self) -> SharedHistory:
+        """The chunk list this state shares with the states appended to it.
+
+        Its first ``len(self)`` items are this state's chunks and never
+        change; builders key their caches by it.
+        """
+        return self._history
 
     def __setattr__(self, name: str, value: object) -> None:
         raise attrs.exceptions.FrozenInstanceError()
@@ -105,7 +104,7 @@ class MemoryState:
         """The chunks, in order (made on first access after an append, then kept)."""
         found: tuple[Chunk, ...] | None = self._chunks
         if found is None:
-            found = tuple(islice(self._lineage.items, self._length))
+            found = tuple(islice(self._history.items, self._length))
             object.__setattr__(self, "_chunks", found)
         return found
 
@@ -118,7 +117,7 @@ class MemoryState:
         return self._length
 
     def __iter__(self) -> Iterator[Chunk]:
-        return islice(self._lineage.items, self._length)
+        return islice(self._history.items, self._length)
 
     @overload
     def __getitem__(self, key: int) -> Chunk: ...
@@ -134,12 +133,12 @@ class MemoryState:
             position += self._length
         if not 0 <= position < self._length:
             raise IndexError("MemoryState index out of range")
-        return self._lineage.items[position]
+        return self._history.items[position]
 
     def __contains__(self, item: object) -> bool:
         if isinstance(item, Chunk):
             position = self._position(item.id)
-            return position is not None and self._lineage.items[position] == item
+            return position is not None and self._history.items[position] == item
         return isinstance(item, str) and self._position(item) is not None
 
     def __eq__(self, other: object) -> bool:
@@ -159,7 +158,7 @@ class MemoryState:
     # -- lookups ----------------------------------------------------------------
 
     def _position(self, chunk_id: str) -> int | None:
-        position = self._lineage.ids.get(chunk_id)
+        position = self._history.ids.get(chunk_id)
         if position is None or position >= self._length:
             return None
         return position
@@ -171,7 +170,7 @@ class MemoryState:
 
     def get(self, chunk_id: str) -> Chunk:
         """Return the chunk with ``chunk_id``; :class:`ChunkNotFoundError` if there is none."""
-        return self._lineage.items[self.index_of(chunk_id)]
+        return self._history.items[self.index_of(chunk_id)]
 
     def index_of(self, chunk_id: str) -> int:
         """Return the position of the chunk with ``chunk_id``."""
@@ -205,20 +204,19 @@ class MemoryState:
             seen.add(chunk.id)
         new = object.__new__(MemoryState)
         length = self._length + len(added)
-        lineage = self._lineage
-        with lineage.lock:
-            items = lineage.items
+        history = self._history
+        with history.lock:
+            items = history.items
             if len(items) == self._length:
-                # This state is the newest of its lineage: grow the shared list.
+                # This state is the newest of its history: grow the shared list.
                 start = self._length
                 items.extend(added)
                 for offset, chunk in enumerate(added):
-                    lineage.ids[chunk.id] = start + offset
-                lineage.budget_index.extend_to(items, length)
-                new._init(lineage, length, self.thread_id)
+                    history.ids[chunk.id] = start + offset
+                new._init(history, length, self.thread_id)
                 return new
         # This state already has a descendant: the new one branches off.
-        new._init(_Lineage((*self.chunks, *added)), length, self.thread_id)
+        new._init(SharedHistory((*self.chunks, *added)), length, self.thread_id)
         return new
 
     def filter(self, predicate: Callable[[Chunk], bool]) -> MemoryState:
@@ -234,5 +232,5 @@ class MemoryState:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         chunks = state["chunks"]
-        self._init(_Lineage(chunks), len(chunks), state["thread_id"])
+        self._init(SharedHistory(chunks), len(chunks), state["thread_id"])
         object.__setattr__(self, "_chunks", chunks)

@@ -16,17 +16,16 @@ import hashlib
 import importlib.resources
 import math
 import threading
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import Any, Final
 
 import tiktoken
 import tiktoken.model
 import tiktoken_ext.openai_public as _openai_public
 
 from memctx._exceptions import TokenizerError, UnknownModelError
-
-if TYPE_CHECKING:
-    from memctx._result import ContextMessage
+from memctx._result import ContextMessage
+from memctx.typing import Tokenizer
 
 # OpenAI's cookbook (num_tokens_from_messages): every message costs 3 tokens
 # plus its encoded values, a name 1 more, and the reply is primed with 3.
@@ -38,24 +37,28 @@ BUNDLED_ENCODINGS: Final = ("cl100k_base", "o200k_base")
 _EXTRA_ENCODINGS: Final = ("o200k_harmony",)  # same rank file as o200k_base
 
 
-@runtime_checkable
-class Tokenizer(Protocol):
-    """Counts tokens of text and of chat message lists.
+class _Identity:
+    """A cache key that is one object itself (held alive, compared by identity)."""
 
-    ``exact`` is true only when the counts are the model's real encoding.
-    ``count_messages`` takes :class:`~memctx.ContextMessage` objects or dicts
-    with ``role``, ``content`` and optionally ``name``.
-    """
+    __slots__ = ("target",)
 
-    @property
-    def name(self) -> str: ...
+    def __init__(self, target: object) -> None:
+        self.target = target
 
-    @property
-    def exact(self) -> bool: ...
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Identity) and other.target is self.target
 
-    def count(self, text: str) -> int: ...
+    def __hash__(self) -> int:
+        return id(self.target)
 
-    def count_messages(self, messages: Iterable[ContextMessage | Mapping[str, Any]]) -> int: ...
+
+def tokenizer_traits(tokenizer: Tokenizer) -> tuple[Hashable, bool]:
+    """``(cache_key, counts_add_up)`` of ``tokenizer``, defaulted where it has none."""
+    key: Hashable = getattr(tokenizer, "cache_key", None)
+    if key is None:
+        key = _Identity(tokenizer)
+    adds_up = getattr(tokenizer, "counts_add_up", False)
+    return key, adds_up is True
 
 
 def _message_fields(message: ContextMessage | Mapping[str, Any]) -> tuple[str, str, str | None]:
@@ -111,8 +114,13 @@ class TiktokenTokenizer(_ChatFormatMixin):
 
     @property
     def cache_key(self) -> str:
-        """Tokenizers that count alike share memoised counts under this key."""
+        """Tokenizers that count alike share cached counts under this key."""
         return self._cache_key
+
+    @property
+    def counts_add_up(self) -> bool:
+        """True: tiktoken never merges a newline with a following non-space, non-``/``."""
+        return True
 
     @property
     def encoding(self) -> tiktoken.Encoding:
@@ -150,6 +158,11 @@ class EstimatingTokenizer(_ChatFormatMixin):
     @property
     def cache_key(self) -> str:
         return "estimate"
+
+    @property
+    def counts_add_up(self) -> bool:
+        """False: each count rounds up, so the parts can exceed the whole."""
+        return False
 
     def count(self, text: str) -> int:
         return math.ceil(len(text) / self.chars_per_token)

@@ -66,7 +66,7 @@ def long_thread(store: MemoryStore) -> str:
 
 def segments(state: MemoryState) -> set[str]:
     builder = create_builder()
-    return {builder.rendered(chunk).segment for chunk in state}
+    return {builder.render_chunk(chunk).segment for chunk in state}
 
 
 def test_a_store_build_equals_a_build_of_the_current_state(

@@ -9,8 +9,7 @@ from typing import Any
 from sqlmodel import Session
 
 from memctx._builder import ContextBuilder
-from memctx._exceptions import BuildOptionError
-from memctx._options import BuildOptions
+from memctx._options import parse_build_options
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
 from memctx.store._queries import get_batch, get_thread, record_event, visible_rows
@@ -21,21 +20,6 @@ from memctx.store._tokencache import load_counts, renderer_key, save_counts, tok
 SessionFactory = Callable[..., AbstractContextManager[Session]]
 
 
-def build_options(max_tokens: int | None, options: dict[str, Any]) -> BuildOptions:
-    """The options as :meth:`ContextBuilder.build` takes them: keywords or ``options=``."""
-    given = options.pop("options", None)
-    if given is None:
-        try:
-            return BuildOptions(max_tokens=max_tokens, **options)
-        except TypeError as exc:
-            raise BuildOptionError("build", str(exc)) from None
-    if options or max_tokens is not None:
-        raise BuildOptionError("options", "pass BuildOptions or keywords, not both")
-    if not isinstance(given, BuildOptions):
-        raise BuildOptionError("options", f"must be BuildOptions, got {given!r}")
-    return given
-
-
 def build_thread(
     session: SessionFactory,
     thread_id: str,
@@ -44,7 +28,7 @@ def build_thread(
     options: dict[str, Any],
 ) -> ContextBuildResult:
     """Build the thread's visible chunks with ``builder`` (see :meth:`MemoryStore.build`)."""
-    opts = build_options(max_tokens, dict(options))
+    opts = parse_build_options(max_tokens, options)
     tokenizer = opts.tokenizer or builder.tokenizer
     tokenizer_name = tokenizer_key(tokenizer)
     renderer_name = renderer_key(builder)
@@ -56,16 +40,16 @@ def build_thread(
             cached = load_counts(read, thread_id, tokenizer_name, renderer_name)
     chunks = [row_to_chunk(row) for row in rows]
     seqs = [row.seq for row in rows]
-    reused = 0
-    for chunk, seq in zip(chunks, seqs, strict=True):
-        if seq in cached:
-            builder.seed_tokens(chunk, tokenizer, cached[seq])
-            reused += 1
-    result = builder.build(MemoryState(chunks, thread_id=thread_id), options=opts)
+    state = MemoryState(chunks, thread_id=thread_id)
+    seeds = {position: cached[seq] for position, seq in enumerate(seqs) if seq in cached}
+    reused = len(seeds)
+    if seeds:
+        builder.seed_token_counts(state, tokenizer, seeds)
+    result = builder.build(state, options=opts)
     counted: dict[int, int] = {}
-    for chunk, seq in zip(chunks, seqs, strict=True):
-        count = builder.cached_tokens(chunk, tokenizer)
-        if count is not None and seq not in cached:
+    for position, count in builder.token_counts(state, tokenizer).items():
+        seq = seqs[position]
+        if seq not in cached:
             counted[seq] = count
     included = len(result.included_chunk_ids)
     payload = {

@@ -1,17 +1,16 @@
-"""Per-chunk memoised renderings, and where tiktoken must split a text.
+"""Segments: a chunk's XML plus the newline after it, and where counts of pieces add up.
 
-Chunks are immutable, so what a renderer chain made of one and what an
-encoding counted in it never change: both are kept in the chunk's memo,
-keyed by an interned :class:`ChainToken` (and the tokenizer's cache key).
+A message's content is the concatenation of its chunks' segments. Token
+counts of segments add up to the count of the message when each segment
+after the first starts with a character that cannot join the newline before
+it into one token (:attr:`RenderedChunk.safe_start`).
 """
 
 from __future__ import annotations
 
-import threading
 from typing import Final
 
 from memctx._chunk import Role
-from memctx._rendering import ChunkRenderer
 
 SEPARATOR: Final = "\n"
 """Written after every chunk's XML (and after the system prompt) in a message."""
@@ -37,8 +36,8 @@ def safe_split_point(text: str, start: int) -> int | None:
     return None
 
 
-class Rendered:
-    """A chunk's memoised rendering: its role and its segment (XML plus newline)."""
+class RenderedChunk:
+    """A chunk as a renderer chain made it: its role, its segment, replaced characters."""
 
     __slots__ = ("replaced", "role", "safe_start", "segment")
 
@@ -51,29 +50,3 @@ class Rendered:
         # newline before it into one pre-token (see the README, "Exactness").
         first = segment[:1]
         self.safe_start = bool(first) and not first.isspace() and first != "/"
-
-
-class ChainToken:
-    """Memo key of one renderer chain (identity-hashed, so lookups stay in C)."""
-
-    __slots__ = ("names",)
-
-    def __init__(self, chain: tuple[ChunkRenderer, ...]) -> None:
-        self.names = tuple(type(r).__qualname__ for r in chain)
-
-    def __repr__(self) -> str:
-        return f"ChainToken({', '.join(self.names)})"
-
-
-# Equal chains (the same renderer objects in the same order) share one token,
-# so builders made alike share memoised renderings. Holds the renderers alive.
-CHAIN_TOKENS: dict[tuple[ChunkRenderer, ...], ChainToken] = {}
-CHAIN_LOCK = threading.Lock()
-
-
-def chain_token(chain: tuple[ChunkRenderer, ...]) -> ChainToken:
-    with CHAIN_LOCK:
-        token = CHAIN_TOKENS.get(chain)
-        if token is None:
-            token = CHAIN_TOKENS[chain] = ChainToken(chain)
-        return token

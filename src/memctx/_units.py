@@ -1,25 +1,18 @@
-"""A per-state index of what budgeting needs: pinned chunks and atomic units.
+"""The units index: which chunks a build keeps or drops together, and which are pinned.
 
-Computing it walks the whole state once; it is cached on the state, and a
-state made by :meth:`MemoryState.append` extends its parent's index with only
-the new chunks, so an agent that appends and rebuilds never pays for the
-whole history again.
-
-Atomic units are the chunks budgeting keeps or drops together: a tool or
-skill call and every result with its ``call_id``; a ``spawn_subagent`` and
-every ``subagent_result`` of that ``subagent_id``.
+A unit is a tool or skill call and every result with its ``call_id``, or a
+``spawn_subagent`` and every ``subagent_result`` of that ``subagent_id``.
+The index is extended chunk by chunk (a builder keeps one per shared
+history and extends it as the history grows), so an agent that appends and
+rebuilds never pays for the whole history again.
 """
 
 from __future__ import annotations
 
 from array import array
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from memctx._chunk import Chunk, ChunkType
-
-if TYPE_CHECKING:
-    from memctx._state import MemoryState
 
 UnitKey = tuple[str, str]
 
@@ -45,8 +38,8 @@ def unit_role(chunk: Chunk) -> tuple[UnitKey, bool] | None:
     return None
 
 
-class StateIndex:
-    """What the budget needs to know about a state, kept up to date incrementally."""
+class UnitsIndex:
+    """Units, pinned and SYSTEM chunks of the first ``length`` chunks of a history."""
 
     __slots__ = (
         "cut_blocked",
@@ -121,22 +114,3 @@ class StateIndex:
     def pending_openers(self) -> list[int]:
         """Positions of calls and spawns that have no result yet."""
         return sorted(self.pending)
-
-
-def state_index(state: MemoryState) -> StateIndex:
-    """Return the budget index of ``state``.
-
-    The index is shared along a history that grows by appending; it may
-    cover chunks past the end of ``state`` (appended to a descendant), which
-    is harmless for everything but the unit structure. In that rare case (an
-    older state built after a newer one) a private index is built.
-    """
-    lineage = state._lineage
-    index = lineage.budget_index
-    if index.length == len(state):
-        return index
-    if not state._private_index:
-        private = StateIndex()
-        private.extend_to(lineage.items, len(state))
-        state._private_index.append(private)
-    return state._private_index[0]

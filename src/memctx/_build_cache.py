@@ -1,0 +1,185 @@
+"""What a builder remembers about the histories it built, keyed weakly by shared history.
+
+Chunks never change and positions in a shared history never move, so a
+chunk's rendering under one renderer chain, and its token count under one
+tokenizer, are kept by position in lists that grow with the history. The
+builder owns these caches (a :class:`BuildCaches`); states and results hold
+none of them, and a history's cache goes when its last state goes.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable, Hashable
+
+from memctx._chunk import Chunk, Role
+from memctx._incremental import LastWalk
+from memctx._segments import PREFIX_CHARS_PER_TOKEN, RenderedChunk, safe_split_point
+from memctx._state import SharedHistory
+from memctx._units import UnitsIndex
+from memctx.typing import Tokenizer
+
+ChainKey = Hashable
+"""Names a renderer chain: the cache keys of its renderers, in order."""
+CountKey = tuple[ChainKey, Hashable]
+"""A renderer chain's key and a tokenizer's ``cache_key``."""
+
+LAST_WALKS_KEPT = 4
+"""Last walks remembered per history (one per distinct set of build options)."""
+
+
+class HistoryCache:
+    """Everything one builder remembers about one shared history."""
+
+    __slots__ = ("counts", "last_walks", "older_units", "partial_counts", "renderings", "units")
+
+    def __init__(self) -> None:
+        self.renderings: dict[ChainKey, list[RenderedChunk | None]] = {}
+        self.counts: dict[CountKey, list[int | None]] = {}
+        # Long chunks counted in part: position -> (tokens counted, characters counted).
+        self.partial_counts: dict[CountKey, dict[int, tuple[int, int]]] = {}
+        self.units = UnitsIndex()
+        # A units index of an older state, built after the shared one moved past it.
+        self.older_units: tuple[int, UnitsIndex] | None = None
+        self.last_walks: dict[Hashable, LastWalk] = {}
+
+    def units_index(self, items: list[Chunk], length: int) -> UnitsIndex:
+        """The units index of ``items[:length]``, extending the shared one when it can."""
+        units = self.units
+        if units.length <= length:
+            units.extend_to(items, length)
+            return units
+        if self.older_units is None or self.older_units[0] != length:
+            older = UnitsIndex()
+            older.extend_to(items, length)
+            self.older_units = (length, older)
+        return self.older_units[1]
+
+    def remember_walk(self, key: Hashable, walk: LastWalk) -> None:
+        """Keep ``walk`` as the last one for ``key``, forgetting the oldest beyond the limit."""
+        walks = self.last_walks
+        walks.pop(key, None)
+        walks[key] = walk
+        while len(walks) > LAST_WALKS_KEPT:
+            del walks[next(iter(walks))]
+
+
+class BuildCaches:
+    """A builder's caches: one :class:`HistoryCache` per live shared history."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_history: weakref.WeakKeyDictionary[SharedHistory, HistoryCache] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def for_history(self, history: SharedHistory) -> HistoryCache:
+        """The cache of ``history``, made on first use."""
+        found = self._by_history.get(history)
+        if found is None:
+            with self._lock:
+                found = self._by_history.get(history)
+                if found is None:
+                    found = self._by_history[history] = HistoryCache()
+        return found
+
+    def histories(self) -> list[tuple[SharedHistory, HistoryCache]]:
+        """The live histories and their caches."""
+        with self._lock:
+            return list(self._by_history.items())
+
+
+class ChunkCosts:
+    """Roles, segments and token counts of one history's chunks, cached by position.
+
+    ``render`` makes a chunk's :class:`RenderedChunk` on a miss. When the
+    tokenizer's counts add up (``counts_add_up``), :meth:`measure_within`
+    counts a long chunk in pieces cut where the counts must add up, stops
+    once it is over the limit, and keeps what it counted, so a later build
+    with more room goes on from there: no character is encoded twice.
+    """
+
+    __slots__ = ("_count", "_items", "_partial", "_render", "_rendered", "_tokens", "adds_up")
+
+    def __init__(
+        self,
+        cache: HistoryCache,
+        items: list[Chunk],
+        length: int,
+        chain_key: ChainKey,
+        render: Callable[[Chunk], RenderedChunk],
+        tokenizer: Tokenizer,
+        count_key: CountKey,
+        adds_up: bool,
+    ) -> None:
+        rendered = cache.renderings.setdefault(chain_key, [])
+        if len(rendered) < length:
+            rendered.extend([None] * (length - len(rendered)))
+        tokens = cache.counts.setdefault(count_key, [])
+        if len(tokens) < length:
+            tokens.extend([None] * (length - len(tokens)))
+        self._items = items
+        self._rendered = rendered
+        self._tokens = tokens
+        self._partial = cache.partial_counts.setdefault(count_key, {})
+        self._render = render
+        self._count = tokenizer.count
+        self.adds_up = adds_up
+
+    def rendered(self, position: int) -> RenderedChunk:
+        found = self._rendered[position]
+        if found is None:
+            found = self._rendered[position] = self._render(self._items[position])
+        return found
+
+    def role(self, position: int) -> Role:
+        return self.rendered(position).role
+
+    def known_tokens(self, position: int) -> int | None:
+        """The tokens of ``position`` if they were counted (or seeded) already."""
+        return self._tokens[position]
+
+    def seed(self, position: int, tokens: int) -> None:
+        """Record a count known from elsewhere (a store's cache) so it is not counted again."""
+        self._tokens[position] = tokens
+
+    def measure(self, position: int) -> int:
+        """Tokens of the segment at ``position`` (its XML and the newline after it)."""
+        found = self._tokens[position]
+        if found is None:
+            found = self._tokens[position] = self._count(self.rendered(position).segment)
+        return found
+
+    def measure_within(self, position: int, limit: int) -> int | None:
+        """The tokens of ``position`` if at most ``limit``; None if it cannot fit."""
+        if limit <= 0:
+            return None
+        tokens = self._tokens[position]
+        if tokens is None:
+            if self.adds_up:
+                return self._count_within(position, limit)
+            tokens = self.measure(position)
+        return tokens if tokens <= limit else None
+
+    def _count_within(self, position: int, limit: int) -> int | None:
+        segment = self.rendered(position).segment
+        count = self._count
+        counted, end = self._partial.get(position, (0, 0))
+        rate = float(PREFIX_CHARS_PER_TOKEN)
+        while counted <= limit:
+            # Enough characters for the tokens still missing, at this text's
+            # own rate once known; cut where the pieces' counts must add up.
+            target = end + int(rate * (limit + 1 - counted)) + 1
+            cut = safe_split_point(segment, target) if 2 * target < len(segment) + end else None
+            if cut is None:
+                counted += count(segment[end:])
+                self._tokens[position] = counted
+                self._partial.pop(position, None)
+                return counted if counted <= limit else None
+            tokens = count(segment[end:cut])
+            rate = max(1.0, 1.1 * (cut - end) / max(tokens, 1))
+            counted += tokens
+            end = cut
+            self._partial[position] = (counted, end)
+        return None

@@ -1,0 +1,92 @@
+"""The report stage: the result of a build, and why each left-out chunk was left out."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from memctx._chunk import Chunk
+from memctx._filter import Candidates
+from memctx._group import Grouped
+from memctx._options import BuildOptions
+from memctx._result import ContextBuildResult, Exclusion, ExclusionReason
+from memctx._segments import RenderedChunk
+
+
+class ExclusionReport:
+    """Works out, when first asked, why each left-out chunk was left out.
+
+    It reads only what is fixed when the build returns: the state's chunks
+    (the first ``length`` items of a shared history never change), the
+    filters, the included positions and the token counts this build
+    measured. So the answer is the same whenever it is asked.
+    """
+
+    __slots__ = ("_candidates", "_included", "_tokens")
+
+    def __init__(
+        self, candidates: Candidates, included: frozenset[int], tokens: Mapping[str, int]
+    ) -> None:
+        self._candidates = candidates
+        self._included = included
+        self._tokens = tokens
+
+    def __call__(self) -> tuple[tuple[str, ...], dict[str, Exclusion]]:
+        candidates, included, tokens = self._candidates, self._included, self._tokens
+        items = candidates.items
+        excluded: list[str] = []
+        exclusions: dict[str, Exclusion] = {}
+        for position in range(candidates.length):
+            if position in included:
+                continue
+            chunk_id = items[position].id
+            reason = candidates.reason(position) or ExclusionReason.OVER_BUDGET
+            counted = tokens.get(chunk_id) if reason is ExclusionReason.OVER_BUDGET else None
+            excluded.append(chunk_id)
+            exclusions[chunk_id] = Exclusion(chunk_id, reason, counted)
+        return tuple(excluded), exclusions
+
+
+def report(
+    grouped: Grouped,
+    items: Sequence[Chunk],
+    candidates: Candidates,
+    opts: BuildOptions,
+    tokenizer_name: str,
+    token_count_exact: bool,
+    measure: Callable[[int], int],
+    known: Callable[[int], int | None],
+    rendered: Callable[[int], RenderedChunk],
+) -> ContextBuildResult:
+    """The result of a build whose messages are ``grouped``."""
+    selection = grouped.selection
+    included = sorted(selection.body + selection.system)
+    included_chunks = tuple(items[p] for p in included)
+    chunk_tokens = {items[p].id: measure(p) for p in included}
+    for position in selection.measured_excluded:
+        chunk_tokens[items[position].id] = measure(position)
+    # Left-out chunks report what this build knew of them when it returned.
+    excluded_tokens = dict(chunk_tokens)
+    for position in selection.refused:
+        tokens = known(position)
+        if tokens is not None:
+            excluded_tokens[items[position].id] = tokens
+    replaced = {}
+    for position in included:
+        count = rendered(position).replaced
+        if count:
+            replaced[items[position].id] = count
+    return ContextBuildResult(
+        messages=grouped.messages,
+        token_count=grouped.token_count,
+        token_count_exact=token_count_exact,
+        included_chunk_ids=tuple(chunk.id for chunk in included_chunks),
+        chunk_tokens=chunk_tokens,
+        replaced_characters=replaced,
+        tokenizer_name=tokenizer_name,
+        strategy=opts.strategy,
+        max_tokens=opts.max_tokens,
+        reserve_tokens=opts.reserve_tokens,
+        recounted=grouped.recounted,
+        included_chunks=included_chunks,
+        exclusions_source=ExclusionReport(candidates, frozenset(included), excluded_tokens),
+    )
