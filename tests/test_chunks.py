@@ -10,7 +10,7 @@ from typing import Any
 
 import attrs
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import assume, example, given, settings
 
 from memctx import Chunk, ChunkMetadata, ChunkType, InvalidChunkError, RendererRegistry, chunks
 from memctx._json import FrozenDict
@@ -24,7 +24,7 @@ def registry() -> RendererRegistry:
     return RendererRegistry()
 
 
-# Each constructor with the example of seed 003, its expected XML and DESIGN.md's role.
+# Each constructor with its reference example, its expected XML and its role.
 SEED_003: list[tuple[str, Callable[[], Chunk], str, str]] = [
     (
         "system",
@@ -170,7 +170,7 @@ SEED_003: list[tuple[str, Callable[[], Chunk], str, str]] = [
 ]
 
 
-class TestSeed003Rendering:
+class TestReferenceRendering:
     def test_covers_all_twenty_constructors(self) -> None:
         assert [name for name, *_ in SEED_003] == list(BUILTIN_CONSTRUCTORS)
         assert len(SEED_003) == 20
@@ -330,8 +330,7 @@ class TestConstructors:
     @example(when=dt.datetime(3044, 10, 1, 7, 7, 17, 778998, tzinfo=dt.UTC))
     def test_compacted_at_of_any_datetime_after_1970_is_exact(self, when: dt.datetime) -> None:
         epoch = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-        if when < epoch:
-            return
+        assume(when >= epoch)
         chunk = chunks.progress_summary("p", compacted_at=when)
 
         assert chunk.metadata.compacted_at == (when - epoch) // dt.timedelta(milliseconds=1)

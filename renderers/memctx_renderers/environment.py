@@ -2,31 +2,18 @@
 
 from __future__ import annotations
 
-from memctx import Chunk, ChunkType, Role
-from memctx.xml import render_element
-
-_NAME_ATTRIBUTE = {"tool_result": "tool", "skill_result": "skill"}
+from memctx import ChunkType, DeclaredRenderer, Element
 
 
-class EnvironmentRenderer:
+class EnvironmentRenderer(DeclaredRenderer):
     """``<tool_result>`` (``error="true"`` for a tool error) and ``<skill_result>``; role user."""
 
-    def can_render(self, chunk: Chunk) -> bool:
-        return chunk.type is ChunkType.ENVIRONMENT and chunk.action in _NAME_ATTRIBUTE
-
-    def get_role(self, chunk: Chunk) -> Role:
-        return "user"
-
-    def render(self, chunk: Chunk) -> str:
-        action = chunk.action
-        assert action is not None
-        name_attribute = _NAME_ATTRIBUTE[action]
-        meta = chunk.metadata
-        attributes = [
-            ("id", chunk.id),
-            (name_attribute, getattr(meta, name_attribute)),
-            ("call_id", meta.call_id),
-            ("success", meta.success),
-            ("error", True if meta.error else None),
-        ]
-        return render_element(action, attributes, chunk.text)
+    chunk_type = ChunkType.ENVIRONMENT
+    elements = {
+        "tool_result": Element(
+            "tool_result", "user", ("id", "tool", "call_id", "success", "error?")
+        ),
+        "skill_result": Element(
+            "skill_result", "user", ("id", "skill", "call_id", "success", "error?")
+        ),
+    }

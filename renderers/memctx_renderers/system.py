@@ -1,21 +1,13 @@
-"""Renders SYSTEM chunks as ``<system_context>`` in the system message."""
+"""Renders SYSTEM chunks: the agent's standing instructions."""
 
 from __future__ import annotations
 
-from memctx import Chunk, ChunkType, Role
-from memctx.xml import render_element
+from memctx import ChunkType, DeclaredRenderer, Element
 
 
-class SystemRenderer:
+class SystemRenderer(DeclaredRenderer):
     """``<system_context id=".." priority="..">``; role ``system``."""
 
-    def can_render(self, chunk: Chunk) -> bool:
-        return chunk.type is ChunkType.SYSTEM
-
-    def get_role(self, chunk: Chunk) -> Role:
-        return "system"
-
-    def render(self, chunk: Chunk) -> str:
-        return render_element(
-            "system_context", [("id", chunk.id), ("priority", chunk.priority)], chunk.text
-        )
+    chunk_type = ChunkType.SYSTEM
+    key_fields = ()
+    elements = {(): Element("system_context", "system", ("id", "priority"))}

@@ -5,6 +5,7 @@ import typing as _typing
 from memctx import chunks
 from memctx._builder import ContextBuilder, create_builder
 from memctx._chunk import Chunk, ChunkMetadata, ChunkType, Role
+from memctx._declared import DeclaredRenderer, Element
 from memctx._exceptions import (
     BudgetExceededError,
     BuildOptionError,
@@ -27,9 +28,10 @@ from memctx._exceptions import (
     UnsupportedVersionError,
     ViewOperationError,
 )
+from memctx._message import ContextMessage
 from memctx._options import BuildOptions
 from memctx._rendering import GenericRenderer, RendererRegistry, renderer_cache_key
-from memctx._result import ContextBuildResult, ContextMessage, Exclusion, ExclusionReason
+from memctx._result import ContextBuildResult, Exclusion, ExclusionReason
 from memctx._state import MemoryState
 from memctx._tokens import EstimatingTokenizer, TiktokenTokenizer, create_tokenizer
 from memctx.statefile import load_state, save_state
@@ -63,7 +65,9 @@ __all__ = [
     "ContextBuildResult",
     "ContextBuilder",
     "ContextMessage",
+    "DeclaredRenderer",
     "DuplicateChunkError",
+    "Element",
     "EstimatingTokenizer",
     "Exclusion",
     "ExclusionReason",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from memctx._result import ContextMessage
+from memctx._message import ContextMessage
 
 
 def to_openai(messages: Sequence[ContextMessage]) -> list[dict[str, str]]:

@@ -15,7 +15,7 @@ import attrs
 from memctx._chunk import Chunk, Role
 from memctx._exceptions import BudgetExceededError
 from memctx._incremental import MessagesByChunks
-from memctx._result import ContextMessage
+from memctx._message import ContextMessage
 from memctx._segments import RenderedChunk
 from memctx._selection import Selection
 from memctx._units import UnitsIndex

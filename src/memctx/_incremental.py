@@ -15,7 +15,8 @@ does not cover, it declines and the full build runs.
 
 from __future__ import annotations
 
-from memctx._result import ContextBuildResult, ContextMessage
+from memctx._message import ContextMessage
+from memctx._result import ContextBuildResult
 from memctx._select_newest_first import NewestFirstWalk, WalkedBlock
 from memctx._selection import SelectionProblem
 

@@ -109,8 +109,7 @@ class BuildOptions:
     ``strategy``
         ``recent`` (default): the pinned chunks, then the newest chunks that
         fit, without holes. ``priority``: higher ``priority`` first, then the
-        newest. ``in_order``: oldest first, each chunk that still fits (seed
-        003's literal rule).
+        newest. ``in_order``: oldest first, each chunk that still fits.
     ``pin_newest`` / ``pin_pending_calls``
         Keep the newest chunk, and calls whose result has not arrived yet.
     """

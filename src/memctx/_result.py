@@ -3,29 +3,13 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
 
-from memctx._chunk import Chunk, Role
-
-
-def _to_tuple(value: Iterable[str]) -> tuple[str, ...]:
-    return tuple(value)
-
-
-@attrs.frozen
-class ContextMessage:
-    """One chat message: its ``role``, its ``content`` and the ids of the chunks it holds."""
-
-    role: Role
-    content: str
-    chunk_ids: tuple[str, ...] = attrs.field(default=(), converter=_to_tuple)
-
-    def to_dict(self) -> dict[str, str]:
-        """Return ``{"role": ..., "content": ...}``."""
-        return {"role": self.role, "content": self.content}
+from memctx._chunk import Chunk
+from memctx._message import ContextMessage
 
 
 class ExclusionReason(enum.StrEnum):

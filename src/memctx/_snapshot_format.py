@@ -8,7 +8,8 @@ from typing import Final, Literal
 
 from memctx._builder import ContextBuilder, create_builder
 from memctx._chunk import Chunk
-from memctx._result import ContextBuildResult, ContextMessage
+from memctx._message import ContextMessage
+from memctx._result import ContextBuildResult
 
 __all__ = [
     "SnapshotKind",

@@ -24,7 +24,7 @@ import tiktoken.model
 import tiktoken_ext.openai_public as _openai_public
 
 from memctx._exceptions import TokenizerError, UnknownModelError
-from memctx._result import ContextMessage
+from memctx._message import ContextMessage
 from memctx.typing import Tokenizer
 
 # OpenAI's cookbook (num_tokens_from_messages): every message costs 3 tokens

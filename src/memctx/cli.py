@@ -7,42 +7,15 @@ and exits non-zero (2 for usage, 1 for bad data); never a traceback.
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
 
 import click
 
 from memctx._builder import create_builder
+from memctx._cli_errors import fail, friendly_errors
 from memctx._cli_options import build_options, print_build_result, result_to_json
-from memctx._exceptions import MemctxError
 from memctx._tokens import create_tokenizer
 from memctx.statefile import load_state, save_state, write_text_atomic
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def fail(message: str, code: int = 1) -> None:
-    """Print one error line and exit with ``code``."""
-    click.echo(f"memctx: error: {message}", err=True)
-    sys.exit(code)
-
-
-def friendly_errors(func: F) -> F:
-    """Turn memctx errors and OS errors into one line and a non-zero exit."""
-
-    @wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except MemctxError as exc:
-            fail(str(exc))
-        except OSError as exc:
-            fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
-
-    return wrapper  # type: ignore[return-value]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

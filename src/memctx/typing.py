@@ -12,7 +12,7 @@ from collections.abc import Hashable, Iterable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 from memctx._chunk import Chunk, Role
-from memctx._result import ContextMessage
+from memctx._message import ContextMessage
 
 __all__ = ["ChunkRenderer", "Tokenizer"]
 

@@ -1,4 +1,4 @@
-"""Non-destructive views (seed 001): each operation changes only what is visible, in batches."""
+"""Non-destructive views: each operation changes only what is visible, in batches."""
 
 from __future__ import annotations
 

@@ -6,11 +6,12 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+
+from memctx._cli_errors import fail, friendly_errors
 
 if TYPE_CHECKING:
     from memctx._chunk import Chunk
@@ -19,23 +20,7 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def friendly(func: F) -> F:
-    """:func:`memctx.cli.friendly_errors`, imported when the command runs (no import cycle)."""
-
-    @wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from memctx.cli import friendly_errors
-
-        return friendly_errors(func)(*args, **kwargs)
-
-    return wrapper  # type: ignore[return-value]
-
-
-def fail(message: str) -> NoReturn:
-    from memctx.cli import fail
-
-    fail(message)
-    raise AssertionError("unreachable")  # pragma: no cover
+friendly = friendly_errors
 
 
 def db_option(func: F) -> F:

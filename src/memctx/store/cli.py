@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING
 
 import click
 
+from memctx._cli_errors import fail
 from memctx._cli_options import build_options, print_build_result
 from memctx.store import _cli_views
 from memctx.store._cli_common import (
     chunks_from_json,
     db_option,
-    fail,
     friendly,
     note,
     open_store,

@@ -1,0 +1,109 @@
+"""DeclaredRenderer: a renderer made of data — a chunk type and a table of elements.
+
+A subclass says which chunks it renders and how, in class attributes::
+
+    class ReviewRenderer(DeclaredRenderer):
+        chunk_type = ChunkType.CUSTOM
+        key_fields = ("action",)
+        elements = {"review": Element("code_review", "user", ("id", "tool", "status"))}
+
+``key_fields`` name the chunk fields whose values pick the row of
+``elements`` (one field: the value is the key; several: a tuple; none: the
+key is ``()``). A chunk of ``chunk_type`` whose key has a row is claimed.
+
+An attribute name is looked up on the chunk (``id``, ``action``, ``subtype``,
+``role``, ``priority``, ``type``) or else on its metadata (``tool``,
+``call_id``, ``status``, ``success``, …). ``None`` leaves the attribute out;
+a name ending in ``?`` is written ``true`` when the value is true and left
+out otherwise (a flag, such as ``error?``).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any, ClassVar
+
+import attrs
+
+from memctx._chunk import Chunk, ChunkType, Role
+from memctx.xml import AttributeValue, render_element
+
+_CHUNK_FIELDS = frozenset({"id", "action", "subtype", "role", "priority", "type"})
+
+
+@attrs.frozen
+class Element:
+    """How one kind of chunk is rendered: its tag, its role, its attributes in order."""
+
+    tag: str
+    role: Role
+    attributes: tuple[str, ...] = ("id",)
+
+
+Getter = Callable[[Chunk], Any]
+
+
+def _getter(name: str) -> tuple[str, Getter]:
+    """The XML name and the value getter of attribute ``name``."""
+    flag = name.endswith("?")
+    field = name.rstrip("?")
+    source = field if field in _CHUNK_FIELDS else f"metadata.{field}"
+    get: Getter = operator.attrgetter(source)
+    if field == "type":
+        get = operator.attrgetter("type.value")
+    if flag:
+        plain = get
+
+        def get(chunk: Chunk) -> bool | None:
+            return True if plain(chunk) else None
+
+    return field, get
+
+
+class DeclaredRenderer:
+    """Renders the chunks its class attributes declare (see the module docstring)."""
+
+    chunk_type: ClassVar[ChunkType]
+    key_fields: ClassVar[tuple[str, ...]] = ("action",)
+    elements: ClassVar[Mapping[Any, Element]]
+    _compiled: ClassVar[dict[Any, tuple[Element, tuple[tuple[str, Getter], ...]]]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "elements" in cls.__dict__ or "key_fields" in cls.__dict__:
+            cls._compiled = {
+                key: (element, tuple(_getter(name) for name in element.attributes))
+                for key, element in cls.elements.items()
+            }
+
+    def _key(self, chunk: Chunk) -> Any:
+        fields = self.key_fields
+        if len(fields) == 1:
+            return getattr(chunk, fields[0])
+        return tuple(getattr(chunk, name) for name in fields)
+
+    def can_render(self, chunk: Chunk) -> bool:
+        return chunk.type is self.chunk_type and self._key(chunk) in self._compiled
+
+    def get_role(self, chunk: Chunk) -> Role:
+        return self._compiled[self._key(chunk)][0].role
+
+    def render(self, chunk: Chunk) -> str:
+        element, getters = self._compiled[self._key(chunk)]
+        attributes: list[tuple[str, AttributeValue]] = [(n, get(chunk)) for n, get in getters]
+        return render_element(element.tag, attributes, chunk.text)
+
+    @property
+    def cache_key(self) -> Hashable:
+        """The class and its declaration: equal declarations render alike."""
+        kind = type(self)
+        return (
+            f"{kind.__module__}.{kind.__qualname__}",
+            self.chunk_type.value,
+            self.key_fields,
+            tuple(sorted(self.elements.items(), key=repr)),
+        )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"

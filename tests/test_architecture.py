@@ -1,0 +1,208 @@
+"""The shape of the code: values stay values, imports go one way, the pipeline is a table."""
+
+from __future__ import annotations
+
+import ast
+import gc
+import weakref
+from pathlib import Path
+
+import attrs
+import pytest
+
+from memctx import MemoryState, chunks, create_builder, create_tokenizer
+from memctx._options import STRATEGIES
+from memctx._select import SELECTORS
+from memctx.typing import Tokenizer
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Every import of every module of src/memctx, wherever it stands (TYPE_CHECKING too)."""
+    modules = {_module_name(p): p for p in SRC.rglob("*.py")}
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")
+                    anchor = anchor[: len(anchor) - node.level + 1]
+                    base = ".".join([*anchor, base] if base else anchor)
+                for alias in node.names:
+                    submodule = f"{base}.{alias.name}"
+                    targets.append(submodule if submodule in modules else base)
+            graph[name].update(t for t in targets if t in modules and t != name)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    found: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the stack, 2: done
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for target in sorted(graph[node]):
+            if state.get(target) == 1:
+                found.append([*stack[stack.index(target) :], target])
+            elif target not in state:
+                visit(target)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+    return found
+
+
+class TestImports:
+    def test_no_module_of_memctx_takes_part_in_an_import_cycle(self) -> None:
+        assert _cycles(_import_graph()) == []
+
+    def test_the_cycle_finder_sees_a_cycle_made_only_of_type_only_imports(self) -> None:
+        graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}
+        assert _cycles(graph) == [["a", "b", "c", "a"]]
+
+
+def _history() -> MemoryState:
+    return MemoryState(
+        [
+            chunks.system("You are a coding agent.", id="s"),
+            *(chunks.user(f"question {i} " + "word " * 40, id=f"u{i}") for i in range(10)),
+        ]
+    )
+
+
+class TestValues:
+    def test_a_deleted_builder_is_freed_while_its_states_live(self) -> None:
+        state = _history()
+        builder = create_builder(create_tokenizer("gpt-4o"))
+        grown = state.append(chunks.assistant("answer", id="a"))
+        builder.build(state, max_tokens=300)
+        builder.build(grown, max_tokens=300)
+        ref = weakref.ref(builder)
+
+        del builder
+        gc.collect()
+
+        assert ref() is None
+        assert len(grown) == 12
+
+    def test_a_state_holds_only_its_chunks_its_length_and_its_thread(self) -> None:
+        state = _history()
+        create_builder().build(state, max_tokens=200)
+
+        assert set(MemoryState.__slots__) == {"_chunks", "_history", "_length", "thread_id"}
+        assert set(type(state.shared_history).__slots__) == {"__weakref__", "ids", "items", "lock"}
+
+    def test_a_chunk_has_no_field_besides_its_value(self) -> None:
+        names = {field.name for field in attrs.fields(type(chunks.user("x")))}
+        assert names == {
+            "type",
+            "content",
+            "id",
+            "role",
+            "action",
+            "subtype",
+            "metadata",
+            "priority",
+            "created_at",
+        }
+
+    def test_a_result_never_changes_after_later_builds_of_the_same_history(self) -> None:
+        tokenizer = create_tokenizer("gpt-4o")
+        builder = create_builder(tokenizer)
+        state = _history()
+        small = builder.build(state, max_tokens=120, pin_newest=False)
+        # Nothing read yet: the left-out side of the report is still to be worked out.
+        before_fields = attrs.asdict(small, recurse=False)
+
+        for budget in (200, 400, 2_000, None):
+            builder.build(state, max_tokens=budget, pin_newest=False)
+            builder.build(state.append(chunks.user("more", id=f"m{budget}")), max_tokens=budget)
+
+        assert attrs.asdict(small, recurse=False) == before_fields
+        fresh = create_builder(tokenizer).build(
+            MemoryState(list(state)), max_tokens=120, pin_newest=False
+        )
+        assert small.excluded_chunk_ids == fresh.excluded_chunk_ids
+        assert dict(small.exclusions) == dict(fresh.exclusions)
+        assert [e.tokens for e in small.exclusions.values()].count(None) >= 1
+
+    def test_the_exclusion_report_is_the_same_whenever_it_is_first_read(self) -> None:
+        tokenizer = create_tokenizer("gpt-4o")
+        state = _history()
+        first = create_builder(tokenizer)
+        early = first.build(state, max_tokens=120, pin_newest=False)
+        expected = dict(early.exclusions)
+        second = create_builder(tokenizer)
+        late = second.build(state, max_tokens=120, pin_newest=False)
+        second.build(state, max_tokens=5_000, pin_newest=False)  # counts every chunk
+
+        assert dict(late.exclusions) == expected
+
+
+class TestExtensionPoints:
+    def test_every_strategy_name_has_a_selector_and_no_selector_lacks_a_name(self) -> None:
+        assert tuple(SELECTORS) == STRATEGIES
+
+    def test_an_unknown_strategy_lists_the_valid_ones(self) -> None:
+        from memctx import BuildOptionError
+
+        with pytest.raises(BuildOptionError, match="recent, priority, in_order"):
+            create_builder().build(_history(), strategy="newest")
+
+    def test_a_third_party_tokenizer_whose_counts_add_up_is_not_recounted(self) -> None:
+        gpt4o = create_tokenizer("gpt-4o")
+
+        class Words:
+            name = "mine"
+            exact = True
+            cache_key = "mine:o200k"
+            counts_add_up = True
+
+            def count(self, text: str) -> int:
+                return gpt4o.count(text)
+
+            def count_messages(self, messages: object) -> int:
+                return gpt4o.count_messages(messages)  # type: ignore[arg-type]
+
+        tokenizer = Words()
+        assert isinstance(tokenizer, Tokenizer)
+        result = create_builder().build(_history(), max_tokens=300, tokenizer=tokenizer)
+
+        assert result.recounted is False
+        assert result.token_count == gpt4o.count_messages(result.messages)
+
+    def test_a_tokenizer_that_does_not_say_its_counts_add_up_is_recounted(self) -> None:
+        gpt4o = create_tokenizer("gpt-4o")
+
+        class Plain:
+            name = "plain"
+            exact = False
+
+            def count(self, text: str) -> int:
+                return gpt4o.count(text)
+
+            def count_messages(self, messages: object) -> int:
+                return gpt4o.count_messages(messages)  # type: ignore[arg-type]
+
+        result = create_builder().build(_history(), max_tokens=300, tokenizer=Plain())
+
+        assert result.recounted is True
+        assert result.token_count <= 300
