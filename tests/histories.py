@@ -127,7 +127,7 @@ def build_options(draw: st.DrawFn, state: MemoryState) -> dict[str, Any]:
     ids = list(state.ids)
     chosen: dict[str, Any] = {
         "tokenizer": TOKENIZERS[draw(st.sampled_from(sorted(TOKENIZERS)))],
-        "strategy": draw(st.sampled_from(["recent", "recent", "priority", "in_order"])),
+        "strategy": draw(st.sampled_from(["recent", "recent", "stable", "priority", "in_order"])),
         "max_tokens": draw(st.one_of(st.none(), st.integers(1, 3000))),
         "include_system": draw(st.booleans()),
         "include_environment": draw(st.booleans()),

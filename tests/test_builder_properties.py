@@ -82,9 +82,9 @@ def test_build_guarantees_hold_for_any_state_and_options(data: st.DataObject) ->
         considered = unit - filtered
         kept = considered & set(included)
         assert not kept or kept == considered, (unit, kept)
-    # 6. "recent" leaves no holes: everything dropped for the budget is older than
-    #    every non-pinned chunk that was kept.
-    if opts["strategy"] == "recent":
+    # 6. "recent" and "stable" leave no holes: everything dropped for the budget is
+    #    older than every non-pinned chunk that was kept.
+    if opts["strategy"] in ("recent", "stable"):
         over = [position[i] for i in result.excluded_for(ExclusionReason.OVER_BUDGET)]
         pinned = _pinned(state, opts, filtered)
         kept_free = [position[i] for i in included if i not in pinned]

@@ -14,7 +14,7 @@ import weakref
 from collections.abc import Callable, Hashable
 
 from memctx._chunk import Chunk, Role
-from memctx._incremental import LastWalk
+from memctx._result import ContextBuildResult
 from memctx._segments import PREFIX_CHARS_PER_TOKEN, RenderedChunk, safe_split_point
 from memctx._state import SharedHistory
 from memctx._units import UnitsIndex
@@ -25,14 +25,14 @@ ChainKey = Hashable
 CountKey = tuple[ChainKey, Hashable]
 """A renderer chain's key and a tokenizer's ``cache_key``."""
 
-LAST_WALKS_KEPT = 4
-"""Last walks remembered per history (one per distinct set of build options)."""
+OPTIONS_KEPT = 4
+"""Sets of build options remembered per history (the last build of each)."""
 
 
 class HistoryCache:
     """Everything one builder remembers about one shared history."""
 
-    __slots__ = ("counts", "last_walks", "older_units", "partial_counts", "renderings", "units")
+    __slots__ = ("by_options", "counts", "older_units", "partial_counts", "renderings", "units")
 
     def __init__(self) -> None:
         self.renderings: dict[ChainKey, list[RenderedChunk | None]] = {}
@@ -42,7 +42,8 @@ class HistoryCache:
         self.units = UnitsIndex()
         # A units index of an older state, built after the shared one moved past it.
         self.older_units: tuple[int, UnitsIndex] | None = None
-        self.last_walks: dict[Hashable, LastWalk] = {}
+        # Per set of options: the last build (length, result) and what its selector kept.
+        self.by_options: dict[Hashable, LastBuild] = {}
 
     def units_index(self, items: list[Chunk], length: int) -> UnitsIndex:
         """The units index of ``items[:length]``, extending the shared one when it can."""
@@ -56,13 +57,25 @@ class HistoryCache:
             self.older_units = (length, older)
         return self.older_units[1]
 
-    def remember_walk(self, key: Hashable, walk: LastWalk) -> None:
-        """Keep ``walk`` as the last one for ``key``, forgetting the oldest beyond the limit."""
-        walks = self.last_walks
-        walks.pop(key, None)
-        walks[key] = walk
-        while len(walks) > LAST_WALKS_KEPT:
-            del walks[next(iter(walks))]
+    def remember(self, key: Hashable, last: LastBuild) -> None:
+        """Keep ``last`` as the last build for ``key``, forgetting the oldest beyond the limit."""
+        builds = self.by_options
+        builds.pop(key, None)
+        builds[key] = last
+        while len(builds) > OPTIONS_KEPT:
+            del builds[next(iter(builds))]
+
+
+class LastBuild:
+    """The last build of a history with one set of options."""
+
+    __slots__ = ("length", "memory", "result")
+
+    def __init__(self, length: int, result: ContextBuildResult, memory: object | None) -> None:
+        self.length = length
+        self.result = result
+        self.memory = memory
+        """What the selector kept (a :class:`LastWalk` for ``recent``), or None."""
 
 
 class BuildCaches:

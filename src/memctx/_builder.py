@@ -7,7 +7,7 @@ import warnings
 from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
 
-from memctx._build_cache import BuildCaches, ChunkCosts, CountKey, HistoryCache
+from memctx._build_cache import BuildCaches, ChunkCosts, CountKey, HistoryCache, LastBuild
 from memctx._chunk import Chunk, Role
 from memctx._cost import Overheads, cost_model, message_overheads, pinned_cost, prompt_segment
 from memctx._exceptions import BudgetExceededError, BuildOptionError
@@ -80,8 +80,8 @@ class ContextBuilder:
         items, length = state.shared_history.items, len(state)
         costs, count_key = self._chunk_costs(cache, items, length, tokenizer)
         candidates = filter_candidates(items, length, opts, state.index_of)  # 1. filter
-        walk_key = (opts, count_key) if candidates.only is None else None
-        last = cache.last_walks.get(walk_key) if opts.strategy == "recent" else None
+        key = (opts, count_key)
+        last = cache.by_options.get(key)
         if last is not None and last.length == length:
             return last.result  # this very state, built the same way before
         if last is not None and last.length > length:
@@ -106,9 +106,19 @@ class ContextBuilder:
                 fixed, opts.budget, f"{len(pinned)} pinned chunks, with tokenizer {tokenizer.name}"
             )
         problem = SelectionProblem(
-            items, candidates, units, model, pinned, pinned_body, pinned_system, opts.budget, fixed
+            items,
+            candidates,
+            units,
+            model,
+            pinned,
+            pinned_body,
+            pinned_system,
+            opts.budget,
+            fixed,
+            frozenset(opts.pinned_chunk_ids),
         )
-        selected = selector_for(opts.strategy)(problem, last)  # 4. select
+        remembered = last.memory if last is not None and candidates.only is None else None
+        selected = selector_for(opts.strategy)(problem, remembered)  # 4. select
         grouped = group(  # 5. group by role
             selected.selection,
             items,
@@ -131,9 +141,13 @@ class ContextBuilder:
             costs.measure,
             costs.known_tokens,
             costs.rendered,
+            previous=last.result if last is not None else None,
+            tokenizer=tokenizer,
         )
-        if selected.walk is not None and walk_key is not None and not grouped.recounted:
-            cache.remember_walk(walk_key, LastWalk(length, selected.walk, result))
+        memory = selected.memory
+        if selected.walk is not None and not grouped.recounted:
+            memory = LastWalk(length, selected.walk, result)
+        cache.remember(key, LastBuild(length, result, memory))
         return result
 
     # -- rendering and counting ------------------------------------------------------------

@@ -11,8 +11,8 @@ from memctx._chunk import ChunkType
 from memctx._exceptions import BuildOptionError
 from memctx.typing import Tokenizer
 
-Strategy: TypeAlias = Literal["recent", "priority", "in_order"]
-STRATEGIES: Final[tuple[str, ...]] = ("recent", "priority", "in_order")
+Strategy: TypeAlias = Literal["recent", "stable", "priority", "in_order"]
+STRATEGIES: Final[tuple[str, ...]] = ("recent", "stable", "priority", "in_order")
 
 
 def _positive_or_none(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -108,8 +108,10 @@ class BuildOptions:
         Chunks that must always be kept (as ``pinned=True`` on the chunk does).
     ``strategy``
         ``recent`` (default): the pinned chunks, then the newest chunks that
-        fit, without holes. ``priority``: higher ``priority`` first, then the
-        newest. ``in_order``: oldest first, each chunk that still fits.
+        fit, without holes. ``stable``: like ``recent``, but the oldest chunk
+        sent moves only in large steps, so consecutive requests share their
+        prefix (prompt caches hit). ``priority``: higher ``priority`` first,
+        then the newest. ``in_order``: oldest first, each chunk that still fits.
     ``pin_newest`` / ``pin_pending_calls``
         Keep the newest chunk, and calls whose result has not arrived yet.
     """

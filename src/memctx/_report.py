@@ -8,8 +8,10 @@ from memctx._chunk import Chunk
 from memctx._filter import Candidates
 from memctx._group import Grouped
 from memctx._options import BuildOptions
+from memctx._prefix import shared_prefix_tokens
 from memctx._result import ContextBuildResult, Exclusion, ExclusionReason
 from memctx._segments import RenderedChunk
+from memctx.typing import Tokenizer
 
 
 class ExclusionReport:
@@ -56,8 +58,12 @@ def report(
     measure: Callable[[int], int],
     known: Callable[[int], int | None],
     rendered: Callable[[int], RenderedChunk],
+    *,
+    previous: ContextBuildResult | None,
+    tokenizer: Tokenizer,
 ) -> ContextBuildResult:
-    """The result of a build whose messages are ``grouped``."""
+    """The result of a build whose messages are ``grouped``; ``previous`` is the last
+    build of the same history with the same options, if any."""
     selection = grouped.selection
     included = sorted(selection.body + selection.system)
     included_chunks = tuple(items[p] for p in included)
@@ -89,4 +95,21 @@ def report(
         recounted=grouped.recounted,
         included_chunks=included_chunks,
         exclusions_source=ExclusionReport(candidates, frozenset(included), excluded_tokens),
+        prefix_source=None if previous is None else SharedPrefix(previous, grouped, tokenizer),
     )
+
+
+class SharedPrefix:
+    """Works out, when first asked, how many leading tokens two builds' requests share."""
+
+    __slots__ = ("_messages", "_previous", "_tokenizer")
+
+    def __init__(
+        self, previous: ContextBuildResult, grouped: Grouped, tokenizer: Tokenizer
+    ) -> None:
+        self._previous = previous.messages
+        self._messages = grouped.messages
+        self._tokenizer = tokenizer
+
+    def __call__(self) -> int:
+        return shared_prefix_tokens(self._previous, self._messages, self._tokenizer)

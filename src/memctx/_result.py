@@ -76,6 +76,9 @@ class ContextBuildResult:
     _exclusions_source: ExclusionSource | None = attrs.field(
         default=None, repr=False, eq=False, alias="exclusions_source"
     )
+    _prefix_source: Callable[[], int] | None = attrs.field(
+        default=None, repr=False, eq=False, alias="prefix_source"
+    )
     _lazy: dict[str, Any] = attrs.field(factory=dict, init=False, repr=False, eq=False)
 
     def _exclusions(self) -> tuple[tuple[str, ...], dict[str, Exclusion]]:
@@ -84,6 +87,17 @@ class ContextBuildResult:
             found = self._exclusions_source() if self._exclusions_source else ((), {})
             self._lazy["exclusions"] = found
         return found
+
+    @property
+    def prefix_tokens_shared(self) -> int:
+        """Tokens at the start of this request that the previous build of the same history
+        with the same options sent too (what a provider's prompt cache can reuse); 0 when
+        there was none. Worked out on first read, from the two builds' messages."""
+        found = self._lazy.get("prefix")
+        if found is None:
+            found = self._prefix_source() if self._prefix_source else 0
+            self._lazy["prefix"] = found
+        return int(found)
 
     @property
     def excluded_chunk_ids(self) -> tuple[str, ...]:

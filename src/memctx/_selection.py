@@ -47,6 +47,8 @@ class SelectionProblem:
     """Pinned positions of the system message, ascending."""
     budget: int | None
     fixed: int
+    pinned_ids: frozenset[str] = frozenset()
+    """``pinned_chunk_ids`` of the options."""
 
     def units_in_order(self) -> list[list[int]]:
         """Every candidate as a unit (a call with its results, or a single chunk), oldest first."""

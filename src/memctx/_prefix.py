@@ -1,0 +1,84 @@
+"""How many leading tokens two requests share: what a provider's prompt cache can reuse.
+
+A request is its list of chat messages, each sent as a token that opens
+it, its role, a separator, its content and a token that closes it (the
+per-message overhead of ``count_messages`` is those three tokens). Two
+requests share every leading message that is identical in role and
+content; after those, the next messages share their opening token, and
+when their roles match, their role, the separator and the tokens their
+contents begin with in common.
+
+The common content tokens are exact for a :class:`~memctx.TiktokenTokenizer`
+(the two contents are encoded and their token ids compared). For any other
+tokenizer only counts are available: the common text is counted and its last
+token is not credited, since the text that follows may merge with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from memctx._message import ContextMessage
+from memctx._tokens import TiktokenTokenizer
+from memctx.typing import Tokenizer
+
+Message = ContextMessage | Mapping[str, Any]
+
+
+def _fields(message: Message) -> tuple[str, str]:
+    if isinstance(message, ContextMessage):
+        return message.role, message.content
+    return str(message["role"]), str(message["content"])
+
+
+def _common_content_tokens(a: str, b: str, tokenizer: Tokenizer) -> int:
+    if isinstance(tokenizer, TiktokenTokenizer):
+        encode = tokenizer.encoding.encode_ordinary
+        shared = 0
+        for x, y in zip(encode(a), encode(b), strict=False):
+            if x != y:
+                break
+            shared += 1
+        return shared
+    same = _common_prefix_length(a, b)
+    return max(0, tokenizer.count(a[:same]) - 1) if same else 0
+
+
+def _common_prefix_length(a: str, b: str) -> int:
+    low, high = 0, min(len(a), len(b))
+    while low < high:  # binary search: slices compare at C speed
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def shared_prefix_tokens(
+    messages_a: Sequence[Message], messages_b: Sequence[Message], tokenizer: Tokenizer
+) -> int:
+    """Tokens at the start of request ``a`` that request ``b`` begins with too.
+
+    Messages are :class:`~memctx.ContextMessage` objects or ``{"role", "content"}``
+    dicts; counts follow ``tokenizer.count_messages`` (its reply priming, which
+    comes after the last message, is never shared). Symmetric in ``a`` and ``b``.
+    """
+    empty = tokenizer.count_messages([])
+    same = 0
+    for left, right in zip(messages_a, messages_b, strict=False):
+        if _fields(left) != _fields(right):
+            break
+        same += 1
+    whole = [{"role": r, "content": c} for r, c in map(_fields, messages_a[:same])]
+    shared = tokenizer.count_messages(whole) - empty if whole else 0
+    if same == min(len(messages_a), len(messages_b)):
+        return shared
+    (role_a, content_a), (role_b, content_b) = _fields(messages_a[same]), _fields(messages_b[same])
+    role_tokens = tokenizer.count(role_a)
+    overhead = tokenizer.count_messages([{"role": role_a, "content": ""}]) - empty - role_tokens
+    if role_a != role_b:  # only the token opening a message, before the role
+        return shared + max(0, overhead - 2)
+    header = role_tokens + max(0, overhead - 1)  # all but the token closing the message
+    return shared + header + _common_content_tokens(content_a, content_b, tokenizer)
