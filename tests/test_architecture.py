@@ -164,7 +164,7 @@ class TestExtensionPoints:
     def test_an_unknown_strategy_lists_the_valid_ones(self) -> None:
         from memctx import BuildOptionError
 
-        with pytest.raises(BuildOptionError, match="recent, priority, in_order"):
+        with pytest.raises(BuildOptionError, match="recent, stable, priority, in_order"):
             create_builder().build(_history(), strategy="newest")
 
     def test_a_third_party_tokenizer_whose_counts_add_up_is_not_recounted(self) -> None:
