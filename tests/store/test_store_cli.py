@@ -270,7 +270,7 @@ class TestBuildExportImport:
             ("{", "not valid JSON"),
             ('{"version": 2, "chunks": []}', "unsupported state format version 2"),
             (
-                '{"version": 1, "thread_id": "x", "chunks": [], "store": {"version": 9}}',
+                '{"version": 1, "thread_id": "x", "chunks": [], "store": {"version": 2}}',
                 "store: missing field(s)",
             ),
         ],

@@ -26,6 +26,7 @@ from sqlalchemy.pool import StaticPool
 from sqlmodel import Session, select
 
 from memctx._exceptions import SchemaVersionError, StoreArgumentError, StoreError
+from memctx.store._migrate import migrate
 from memctx.store._schema import SCHEMA_VERSION, SchemaInfo, StoreModel
 
 DATABASE_URL_ENV: Final = "MEMCTX_DATABASE_URL"
@@ -174,12 +175,13 @@ def read_engine(engine: Engine) -> Engine:
 
 
 def ensure_schema(engine: Engine, where: str) -> None:
-    """Create the tables if needed; refuse a database written by a newer schema.
+    """Create the tables if needed, migrate an older database, refuse a newer one.
 
-    The version is checked before anything is created, so a newer database
-    is never touched. Concurrent first opens are serialised (SQLite's write
-    lock, a PostgreSQL advisory lock). A database already at this version
-    costs two queries.
+    The version is checked before anything is created or changed, so a newer
+    database is never touched; an older one is migrated in one transaction
+    (:mod:`memctx.store._migrate`). Concurrent first opens are serialised
+    (SQLite's write lock, a PostgreSQL advisory lock). A database already at
+    this version costs two queries.
     """
     try:
         if _schema_version(engine, lock=False) == SCHEMA_VERSION:
@@ -189,12 +191,14 @@ def ensure_schema(engine: Engine, where: str) -> None:
             if found is None:
                 StoreModel.metadata.create_all(session.connection())
                 session.add(SchemaInfo(id=1, version=SCHEMA_VERSION))
+            elif found < SCHEMA_VERSION:
+                migrate(session.connection(), found)
     except SQLAlchemyError as exc:
         raise StoreError(f"cannot open {where}: {database_error(exc)}") from None
 
 
 def _schema_version(bind: Engine | Session, *, lock: bool) -> int | None:
-    """The version recorded in the database (``None``: no tables yet); refuses another one."""
+    """The version recorded in the database (``None``: no tables yet); refuses a newer one."""
     if isinstance(bind, Engine):
         with Session(read_engine(bind)) as session, session.begin():
             return _schema_version(session, lock=lock)
@@ -204,11 +208,10 @@ def _schema_version(bind: Engine | Session, *, lock: bool) -> int | None:
     found: int | None = None
     if inspect(connection).has_table(SchemaInfo.__tablename__):
         found = bind.exec(select(SchemaInfo.version)).first()
-    if found is not None and found != SCHEMA_VERSION:
-        newer = " (upgrade memctx to open it)" if found > SCHEMA_VERSION else ""
+    if found is not None and not 1 <= found <= SCHEMA_VERSION:
         raise SchemaVersionError(
             f"{describe(connection.engine.url)} was written with store schema version {found}; "
-            f"this memctx reads version {SCHEMA_VERSION}{newer}"
+            f"this memctx reads versions 1 to {SCHEMA_VERSION} (upgrade memctx to open it)"
         )
     return found
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from sqlalchemy import Connection, bindparam, insert, update
+from sqlalchemy import Connection, bindparam, insert
 from sqlalchemy import select as core_select
 from sqlmodel import Session, select
 
@@ -17,10 +17,9 @@ from memctx._exceptions import (
     StoreError,
     ThreadNotFoundError,
 )
-from memctx._json import freeze_json
+from memctx._json import freeze_json, thaw_json
 from memctx.store._schema import (
     CHUNKS,
-    THREADS,
     BatchRow,
     ChunkRecord,
     EventRow,
@@ -38,16 +37,6 @@ MAX_THREAD_ID_LENGTH: Final = 255
 _IN_CHUNK: Final = 500  # values per IN (...) list: well under every backend's parameter limit
 
 # The statements of the hot paths, built once (Core: rows, not ORM objects).
-_LOCK_THREAD: Final = (
-    core_select(THREADS.c.last_seq, THREADS.c.batch)
-    .where(THREADS.c.id == bindparam("thread_id"))
-    .with_for_update()
-)
-_SET_LAST_SEQ: Final = (
-    update(THREADS)
-    .where(THREADS.c.id == bindparam("thread_id"))
-    .values(last_seq=bindparam("last_seq"))
-)
 _INSERT_CHUNKS: Final = insert(CHUNKS)
 _ALL_CHUNKS: Final = core_select(CHUNKS).where(CHUNKS.c.thread_id == bindparam("thread_id"))
 _CHUNKS_BY_SEQ: Final = _ALL_CHUNKS.where(CHUNKS.c.seq.in_(bindparam("seqs", expanding=True)))
@@ -257,25 +246,49 @@ def insert_chunks(
 
 
 def append_chunks(
-    connection: Connection, thread_id: str, prepared: Mapping[str, dict[str, Any]]
+    session: Session, thread: ThreadRow, prepared: Mapping[str, dict[str, Any]]
 ) -> int:
-    """Store the chunks of ``prepared`` not stored yet, in the caller's write transaction.
+    """Store the chunks of ``prepared`` not stored yet after the thread's last chunk.
 
-    Locks the thread's row first (``FOR UPDATE`` on PostgreSQL), checks the
-    chunks already stored (:func:`split_existing`), inserts the new ones after
-    the thread's last chunk and moves its ``last_seq`` in the same transaction,
-    so sequences have no gaps whatever happens to it. Returns how many were new.
+    ``thread`` is the thread's row, locked by the caller's write transaction
+    (:func:`get_thread` with ``lock=True``). Chunks stored already are checked
+    (:func:`split_existing`); the new ones get the next sequence numbers and
+    the thread's ``last_seq`` moves in the same transaction, so sequences have
+    no gaps whatever happens to it. Returns how many were new.
     """
-    found = connection.execute(_LOCK_THREAD, {"thread_id": thread_id}).first()
-    if found is None:
-        raise ThreadNotFoundError(thread_id)
-    last_seq, batch = found
-    _, new = split_existing(connection, thread_id, prepared)
-    if new:
-        insert_chunks(connection, thread_id, last_seq + 1, batch, new, "append")
-        params = {"thread_id": thread_id, "last_seq": last_seq + len(new)}
-        connection.execute(_SET_LAST_SEQ, params)
-    return len(new)
+    _, new = split_existing(session.connection(), thread.id, prepared)
+    return len(store_new(session, thread, new, "append"))
+
+
+def check_metadata(values: object, name: str = "thread_metadata") -> dict[str, Any]:
+    """Thread metadata given by a caller: a mapping of JSON values, as a plain dict."""
+    if not isinstance(values, Mapping):
+        raise StoreArgumentError(f"{name} must be a mapping, got {type(values).__name__}")
+    try:
+        return thaw_json(freeze_json(values, name))  # type: ignore[no-any-return]
+    except (TypeError, ValueError) as exc:
+        raise StoreArgumentError(f"{name} is not JSON: {exc}") from None
+
+
+def metadata_of(thread: ThreadRow) -> dict[str, Any]:
+    """The thread's metadata, as a new plain dict."""
+    value = load_json(thread.meta, f"thread {thread.id!r}, metadata")
+    if not isinstance(value, dict):
+        raise StoreError(f"thread {thread.id!r}: corrupt metadata (not a JSON object)")
+    return value
+
+
+def merge_metadata(
+    session: Session, thread: ThreadRow, values: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Merge ``values`` (checked) into the locked thread's metadata; return the result."""
+    merged = metadata_of(thread)
+    if values:
+        merged.update(values)
+        thread.meta = dump_json(merged)
+        session.add(thread)
+        session.flush()
+    return merged
 
 
 def store_new(

@@ -30,7 +30,8 @@ class ThreadInfo:
 
     ``chunk_count`` counts every chunk ever stored in it (the visible ones and
     the history); ``batch`` is the current batch and ``batch_count`` how many
-    batches it has had (batch 0 is its creation).
+    batches it has had (batch 0 is its creation); ``metadata`` is the
+    thread's own JSON object (:meth:`MemoryStore.update_thread_metadata`).
     """
 
     id: str
@@ -38,6 +39,7 @@ class ThreadInfo:
     chunk_count: int
     batch: int
     batch_count: int
+    metadata: FrozenDict = attrs.field(factory=FrozenDict, converter=_frozen_mapping)
 
 
 @attrs.frozen

@@ -6,15 +6,15 @@ Five tables, all prefixed ``memctx_`` so the store can share a database:
     One row: the schema version this database was written with.
 ``memctx_threads``
     One row per thread: its highest chunk sequence number (``last_seq``, so
-    sequences are gap-free: 1, 2, 3, ...), its current batch and its highest
-    batch number.
+    sequences are gap-free: 1, 2, 3, ...), its current batch, its highest
+    batch number and its metadata (a JSON object).
 ``memctx_chunks``
     Every chunk ever stored, keyed by ``(thread_id, seq)``; ``chunk_id`` is
     unique within its thread. Content and metadata are JSON text, exactly as
     serialised (key order and number types are kept: PostgreSQL's ``jsonb``
     would reorder keys and so change the rendering). ``origin`` says how the
     chunk came in: ``append``, or by a view operation (``insert``,
-    ``replace``).
+    ``replace``, ``view`` for :meth:`~memctx.store.MemoryStore.apply_view`).
 ``memctx_batches``
     One row per batch: the operation that started it, its parameters, and the
     visible chunks (``view``, a JSON array of sequence numbers, or ``NULL``
@@ -44,10 +44,10 @@ from memctx._chunk import Chunk
 from memctx._exceptions import InvalidChunkError, StateFileError, StoreError
 from memctx.statefile import chunk_from_dict
 
-SCHEMA_VERSION: Final = 1
-"""The version of the tables above; a database written with a newer one is refused."""
+SCHEMA_VERSION: Final = 2
+"""The version of the tables above; an older database is migrated, a newer one refused."""
 
-ORIGINS: Final = frozenset({"append", "insert", "replace"})
+ORIGINS: Final = frozenset({"append", "insert", "replace", "view"})
 """How a chunk can have entered a thread."""
 
 
@@ -74,6 +74,11 @@ class ThreadRow(StoreModel, table=True):
     last_seq: int = 0
     batch: int = 0
     last_batch: int = 0
+    # The thread's metadata: a JSON object, as text (exact types, like chunk content).
+    meta: str = Field(
+        default="{}",
+        sa_column=Column("metadata", Text, nullable=False, server_default="{}", key="meta"),
+    )
 
 
 class ChunkRow(StoreModel, table=True):

@@ -6,8 +6,9 @@ A snapshot is a state file (:mod:`memctx.statefile`, ``"version": 1``) whose
 everything else::
 
     "store": {
-      "version": 1,
+      "version": 2,
       "batch": 2,                                   # the current batch
+      "metadata": {"mode": "free"},                 # the thread's metadata
       "history": [                                  # every chunk, in sequence order
         {"seq": 1, "origin": "append", "batch": 0, "chunk": {...}}, ...
       ],
@@ -17,7 +18,8 @@ everything else::
       ]
     }
 
-Importing checks the whole document (and that ``chunks`` is what the
+Version 1 (memctx 0.1.0, without ``metadata``) is read too. Importing
+checks the whole document (and that ``chunks`` is what the
 current batch shows) before it writes anything. A state file without a
 ``store`` section imports as a new thread holding its chunks.
 """
@@ -32,6 +34,7 @@ import attrs
 from sqlmodel import Session, col, select
 
 from memctx._exceptions import StateFileError, UnsupportedVersionError
+from memctx._json import freeze_json, thaw_json
 from memctx._state import MemoryState
 from memctx.statefile import (
     FORMAT_VERSION,
@@ -45,6 +48,7 @@ from memctx.store._queries import (
     get_thread,
     history_rows,
     insert_chunks,
+    metadata_of,
     record_event,
     visible_seqs,
 )
@@ -60,10 +64,11 @@ from memctx.store._schema import (
     row_to_chunk,
 )
 
-SNAPSHOT_STORE_VERSION: Final = 1
-"""The version of a snapshot's ``store`` section."""
+SNAPSHOT_STORE_VERSION: Final = 2
+"""The version of a snapshot's ``store`` section (version 1, without metadata, is read too)."""
 
-_STORE_FIELDS: Final = frozenset({"version", "batch", "history", "batches"})
+_STORE_FIELDS: Final = frozenset({"version", "batch", "metadata", "history", "batches"})
+_STORE_FIELDS_V1: Final = _STORE_FIELDS - {"metadata"}
 _HISTORY_FIELDS: Final = frozenset({"seq", "origin", "batch", "chunk"})
 _BATCH_FIELDS: Final = frozenset(
     {"number", "operation", "params", "view", "base_seq", "created_at"}
@@ -86,6 +91,7 @@ def export_thread(session: Session, thread_id: str) -> dict[str, Any]:
         "store": {
             "version": SNAPSHOT_STORE_VERSION,
             "batch": thread.batch,
+            "metadata": metadata_of(thread),
             "history": [
                 {
                     "seq": r.seq,
@@ -120,6 +126,7 @@ class Snapshot:
     batches: list[dict[str, Any]]
     batch: int
     source_has_store: bool
+    metadata: dict[str, Any] = attrs.field(factory=dict)
 
 
 def _fail(message: str, field: str) -> StateFileError:
@@ -168,14 +175,25 @@ def parse_snapshot(data: object) -> Snapshot:
             batch=0,
             source_has_store=False,
         )
-    store = _object(data["store"], "store", _STORE_FIELDS)
-    version = store["version"]
-    if version != SNAPSHOT_STORE_VERSION or isinstance(version, bool):
+    raw = data["store"]
+    if not isinstance(raw, Mapping):
+        raise _fail(f"must be an object, got {type(raw).__name__}", "store")
+    version = raw.get("version")
+    if version not in (1, SNAPSHOT_STORE_VERSION) or isinstance(version, bool):
         raise UnsupportedVersionError(
-            f"unsupported snapshot store version {version!r}; this memctx reads version "
-            f"{SNAPSHOT_STORE_VERSION}",
+            f"unsupported snapshot store version {version!r}; this memctx reads versions 1 "
+            f"and {SNAPSHOT_STORE_VERSION}",
             field="store.version",
         )
+    store = _object(raw, "store", _STORE_FIELDS if version > 1 else _STORE_FIELDS_V1)
+    metadata: dict[str, Any] = {}
+    if "metadata" in store:
+        if not isinstance(store["metadata"], Mapping):
+            raise _fail("must be an object", "store.metadata")
+        try:
+            metadata = thaw_json(freeze_json(store["metadata"], "store.metadata"))
+        except (TypeError, ValueError) as exc:
+            raise _fail(f"must be JSON: {exc}", "store.metadata") from None
     raw_batches = store["batches"]
     if not isinstance(raw_batches, list) or not raw_batches:
         raise _fail("must be a non-empty array", "store.batches")
@@ -183,7 +201,7 @@ def parse_snapshot(data: object) -> Snapshot:
     batches = _parse_batches(raw_batches, len(chunks))
     current = _int(store["batch"], "store.batch", 0, len(batches) - 1)
     _check_visible(state, chunks, batches[current])
-    return Snapshot(state.thread_id, chunks, chunk_batches, batches, current, True)
+    return Snapshot(state.thread_id, chunks, chunk_batches, batches, current, True, metadata)
 
 
 def _parse_history(
@@ -282,6 +300,7 @@ def write_snapshot(session: Session, snapshot: Snapshot, thread_id: str) -> None
         last_seq=len(snapshot.chunks),
         batch=snapshot.batch,
         last_batch=last,
+        meta=dump_json(snapshot.metadata),
     )
     session.add(thread)
     session.flush()

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeAlias
 
 from sqlalchemy import delete
 from sqlmodel import col, select
@@ -17,10 +17,13 @@ from memctx._state import MemoryState
 from memctx.store._build import build_thread
 from memctx.store._queries import (
     append_chunks,
+    check_metadata,
     check_thread_id,
     get_batch,
     get_thread,
     history_rows,
+    merge_metadata,
+    metadata_of,
     prepare_chunks,
     record_event,
     visible_rows,
@@ -40,6 +43,11 @@ from memctx.store._schema import (
 )
 from memctx.store._snapshot import export_thread, parse_snapshot, write_snapshot
 from memctx.store._view_methods import ViewMethods
+
+MakeChunks: TypeAlias = Callable[
+    [int, dict[str, Any]], tuple[Iterable[Chunk], Mapping[str, Any] | None]
+]
+"""What :meth:`MemoryStore.append_with` calls: ``(length, metadata) -> (chunks, update)``."""
 
 
 class MemoryStore(ViewMethods):
@@ -121,7 +129,12 @@ class MemoryStore(ViewMethods):
 
     # -- chunks -------------------------------------------------------------------------------
 
-    def append(self, thread_id: str, *chunks: Chunk) -> int:
+    def append(
+        self,
+        thread_id: str,
+        *chunks: Chunk,
+        thread_metadata: Mapping[str, Any] | None = None,
+    ) -> int:
         """Append ``chunks`` in one transaction; return how many were new.
 
         Idempotent on chunk id: a chunk stored already (the same value) is
@@ -130,12 +143,62 @@ class MemoryStore(ViewMethods):
         the call is stored. "The same" means stored identically, field by
         field: content ``1`` and ``1.0`` (or reordered keys) render
         differently, so they differ. New chunks are visible at the end of
-        the view.
+        the view. ``thread_metadata`` is merged into the thread's metadata
+        in the same transaction.
         """
         check_thread_id(thread_id)
         prepared = prepare_chunks(thread_id, chunks)
+        update = {} if thread_metadata is None else check_metadata(thread_metadata)
         with self._session(write=True) as session:
-            return append_chunks(session.connection(), thread_id, prepared)
+            thread = get_thread(session, thread_id, lock=True)
+            added = append_chunks(session, thread, prepared)
+            merge_metadata(session, thread, update)
+            return added
+
+    def append_with(self, thread_id: str, make: MakeChunks) -> int:
+        """Append what ``make`` returns, deciding it under the thread's write lock.
+
+        ``make(length, metadata)`` is called inside the write transaction
+        with the number of chunks in the thread's history and a copy of its
+        metadata, and returns ``(chunks, metadata_update)``: the chunks are
+        appended (as :meth:`append` does) and the update (or ``None``)
+        merged into the metadata, in that transaction. No other writer of
+        the thread, in any process, runs between the call and the commit,
+        so ``make`` can number chunks (``msg-{length + 1}``) or advance a
+        state kept in the metadata without gaps or lost updates. An
+        exception from ``make`` propagates and nothing is written. Returns
+        how many chunks were new.
+        """
+        check_thread_id(thread_id)
+        with self._session(write=True) as session:
+            thread = get_thread(session, thread_id, lock=True)
+            made = make(thread.last_seq, metadata_of(thread))
+            if not isinstance(made, tuple) or len(made) != 2:
+                raise StoreArgumentError(
+                    f"append_with: make must return (chunks, metadata_update), got {made!r}"
+                )
+            new_chunks, update = made
+            prepared = prepare_chunks(thread_id, new_chunks)
+            added = append_chunks(session, thread, prepared)
+            merge_metadata(session, thread, {} if update is None else check_metadata(update))
+            return added
+
+    def thread_metadata(self, thread_id: str) -> dict[str, Any]:
+        """A copy of the thread's metadata (a JSON object; ``{}`` until some is set)."""
+        check_thread_id(thread_id)
+        with self._session(write=False) as session:
+            return metadata_of(get_thread(session, thread_id))
+
+    def update_thread_metadata(self, thread_id: str, values: Mapping[str, Any]) -> dict[str, Any]:
+        """Merge ``values`` into the thread's metadata (key by key, atomically); return it all.
+
+        Values are JSON values and read back with the same types. A key
+        given replaces the stored value of that key; other keys are kept.
+        """
+        check_thread_id(thread_id)
+        update = check_metadata(values, "values")
+        with self._session(write=True) as session:
+            return merge_metadata(session, get_thread(session, thread_id, lock=True), update)
 
     def get_current_state(self, thread_id: str) -> MemoryState:
         """The visible chunks of the thread, in order, as a :class:`~memctx.MemoryState`."""
@@ -238,5 +301,10 @@ class MemoryStore(ViewMethods):
 
 def _info(row: ThreadRow) -> ThreadInfo:
     return ThreadInfo(
-        row.id, parse_iso(row.created_at), row.last_seq, row.batch, row.last_batch + 1
+        row.id,
+        parse_iso(row.created_at),
+        row.last_seq,
+        row.batch,
+        row.last_batch + 1,
+        metadata_of(row),
     )

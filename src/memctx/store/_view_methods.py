@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlmodel import col, select
@@ -12,7 +12,7 @@ from memctx._chunk import Chunk, ChunkType
 from memctx._exceptions import ViewOperationError
 from memctx.store import _views
 from memctx.store._base import StoreBase
-from memctx.store._queries import check_thread_id, get_thread
+from memctx.store._queries import check_payload, check_thread_id, get_thread
 from memctx.store._records import Batch
 from memctx.store._schema import BatchRow, load_json, parse_iso
 
@@ -142,6 +142,37 @@ class ViewMethods(StoreBase):
         return self._change(
             thread_id, "filter", params, lambda visible, _: [s for s, c in visible if keep(c)]
         )
+
+    def apply_view(
+        self,
+        thread_id: str,
+        chunks: Sequence[Chunk],
+        *,
+        operation: str,
+        params: Mapping[str, Any] | None = None,
+        events: Sequence[tuple[str, Mapping[str, Any]]] = (),
+    ) -> int:
+        """Make ``chunks`` the visible list, in that order, as one new batch; return it.
+
+        The building block of view operations of your own (compression,
+        compaction): a chunk the thread holds already (same id) must be
+        equal to the stored one, else :class:`~memctx.ChunkConflictError`,
+        and is shown again; a new chunk is stored in the history (origin
+        ``view``). ``operation`` and ``params`` (JSON) describe the batch,
+        and ``events`` (``(kind, payload)`` pairs) are recorded with it,
+        all in one transaction. Chunks appended later are visible after the
+        view; :meth:`rollback` returns to the previous batch.
+        """
+        check_thread_id(thread_id)
+        if not isinstance(operation, str) or not operation.strip():
+            raise ViewOperationError(f"operation must be a non-empty string, got {operation!r}")
+        params = {} if params is None else params
+        if isinstance(chunks, str | bytes) or not isinstance(chunks, Sequence):
+            raise ViewOperationError(f"chunks must be a sequence of chunks, got {chunks!r}")
+        check_payload(operation, params)
+        checked = _views.check_events(events)
+        with self._session(write=True) as session:
+            return _views.apply_view(session, thread_id, chunks, operation, params, checked)
 
     def rollback(self, thread_id: str, batch: int) -> int:
         """Show again what ``batch`` showed, plus the chunks appended since; return the new batch.

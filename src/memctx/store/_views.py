@@ -10,14 +10,16 @@ rolled back in turn.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, TypeAlias
 
 from sqlmodel import Session
 
 from memctx._chunk import ROLES, Chunk, ChunkType, Role
-from memctx._exceptions import ViewOperationError
+from memctx._exceptions import StoreArgumentError, ViewOperationError
 from memctx.store._queries import (
+    check_payload,
     chunk_not_found,
     get_batch,
     get_thread,
@@ -31,7 +33,7 @@ from memctx.store._queries import (
     visible_seqs,
 )
 from memctx.store._records import VIEW_CHANGED
-from memctx.store._schema import row_to_chunk
+from memctx.store._schema import ChunkRecord, ThreadRow, row_to_chunk
 
 Visible: TypeAlias = list[tuple[int, Chunk]]
 """The visible chunks with their sequence numbers, in view order."""
@@ -212,30 +214,88 @@ def change_view(
         )
     seqs: list[int] = []
     if new_chunks:
-        prepared = prepare_chunks(thread_id, new_chunks)
-        if len(prepared) != len(new_chunks):
-            raise ViewOperationError("the same chunk is given twice")
-        existing, new = split_existing(session.connection(), thread_id, prepared)
+        existing, seqs = place_chunks(session, thread, new_chunks, origin)
         shown = {seq for seq, _ in visible}
         for row in existing.values():
             if row.seq in shown:
                 raise ViewOperationError(
                     f"chunk {row.chunk_id!r} is visible already; a chunk is shown only once"
                 )
-        added = iter(store_new(session, thread, new, origin))
-        seqs = [existing[cid].seq if cid in existing else next(added) for cid in prepared]
     view = compute(visible, seqs)
+    return _new_view(session, thread, operation, params, view, previous, len(visible))
+
+
+def place_chunks(
+    session: Session, thread: ThreadRow, chunks: Sequence[Chunk], origin: str
+) -> tuple[dict[str, ChunkRecord], list[int]]:
+    """Store the chunks not stored yet; return the stored ones and every chunk's sequence number.
+
+    A chunk stored already must be the same chunk (else
+    :class:`~memctx.ChunkConflictError`); one given twice is a
+    :class:`~memctx.ViewOperationError` (a view shows a chunk once).
+    """
+    prepared = prepare_chunks(thread.id, chunks)
+    if len(prepared) != len(chunks):
+        twice = next(i for i, n in Counter(c.id for c in chunks).items() if n > 1)
+        raise ViewOperationError(f"chunk {twice!r} is given twice; a view shows a chunk once")
+    existing, new = split_existing(session.connection(), thread.id, prepared)
+    added = iter(store_new(session, thread, new, origin))
+    return existing, [existing[cid].seq if cid in existing else next(added) for cid in prepared]
+
+
+def check_events(events: object) -> list[tuple[str, Mapping[str, Any]]]:
+    """Events to record: ``(kind, payload)`` pairs, each checked by :func:`check_payload`."""
+    if isinstance(events, str | bytes | Mapping) or not isinstance(events, Iterable):
+        raise StoreArgumentError(f"events must be (kind, payload) pairs, got {events!r}")
+    checked: list[tuple[str, Mapping[str, Any]]] = []
+    for event in events:
+        if not isinstance(event, tuple | list) or len(event) != 2:
+            raise StoreArgumentError(f"an event must be a (kind, payload) pair, got {event!r}")
+        kind, payload = event
+        check_payload(kind, payload)
+        checked.append((kind, payload))
+    return checked
+
+
+def apply_view(
+    session: Session,
+    thread_id: str,
+    chunks: Sequence[Chunk],
+    operation: str,
+    params: Mapping[str, Any],
+    events: Sequence[tuple[str, Mapping[str, Any]]],
+) -> int:
+    """Make ``chunks`` the visible list as one new batch; record ``events`` with it."""
+    thread = get_thread(session, thread_id, lock=True)
+    previous = thread.batch
+    before = len(visible_seqs(session, get_batch(session, thread_id, previous)))
+    _, view = place_chunks(session, thread, chunks, "view")
+    number = _new_view(session, thread, operation, params, view, previous, before)
+    for kind, payload in events:
+        record_event(session, thread_id, kind, payload)
+    return number
+
+
+def _new_view(
+    session: Session,
+    thread: ThreadRow,
+    operation: str,
+    params: Mapping[str, Any],
+    view: list[int],
+    previous: int,
+    before: int,
+) -> int:
     batch = new_batch(session, thread, operation, params, view)
     record_event(
         session,
-        thread_id,
+        thread.id,
         VIEW_CHANGED,
         {
             "operation": operation,
             "params": dict(params),
             "batch": batch.number,
             "previous_batch": previous,
-            "visible_before": len(visible),
+            "visible_before": before,
             "visible_after": len(view),
         },
     )
