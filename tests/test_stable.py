@@ -22,7 +22,10 @@ GPT4O = create_tokenizer("gpt-4o")
 
 def agent_run(turns: int) -> list[chunks.Chunk]:  # type: ignore[name-defined]
     """A task, then turns of a tool call and its (varied) output."""
-    made = [chunks.system("You are a coding agent.", id="sys"), chunks.user("Fix it.", id="task", pinned=True)]
+    made = [
+        chunks.system("You are a coding agent.", id="sys"),
+        chunks.user("Fix it.", id="task", pinned=True),
+    ]
     for n in range(turns):
         made.append(chunks.tool_call("sh", {"cmd": f"step {n}"}, call_id=f"c{n}", id=f"call{n}"))
         output = "\n".join(f"line {k} of output {n}" for k in range(5 + (n * 7) % 40))

@@ -79,10 +79,20 @@ class TestMigration:
             assert store.thread_metadata("chat") == {"v": 2}
             assert len(store.get_all_chunks("chat")) == 10
 
-    def test_cached_token_counts_survive(self, old_database: Path) -> None:
+    def test_cached_token_counts_of_another_renderer_chain_are_not_reused(
+        self, old_database: Path
+    ) -> None:
+        # The old release keyed its counts by renderer class names; today's key is each
+        # renderer's configuration, so those counts are recounted once, then reused.
+        tokenizer = create_tokenizer("gpt-4o")
         with MemoryStore.open(old_database) as store:
-            result = store.build("chat", max_tokens=50, tokenizer=create_tokenizer("gpt-4o"))
+            result = store.build("chat", max_tokens=50, tokenizer=tokenizer)
+            first = store.events("chat")[-1].payload
+            store.build("chat", max_tokens=50, tokenizer=tokenizer)
+            second = store.events("chat")[-1].payload
 
-            assert store.events("chat")[-1].payload["tokens_counted"] == 0
-            assert store.events("chat")[-1].payload["tokens_reused"] > 0
-            assert result.token_count <= 50
+        assert first["tokens_reused"] == 0
+        assert first["tokens_counted"] > 0
+        assert second["tokens_counted"] == 0
+        assert second["tokens_reused"] == first["tokens_counted"]
+        assert result.token_count <= 50
