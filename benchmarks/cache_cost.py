@@ -1,0 +1,196 @@
+"""What prompt caching saves: `recent`, `stable` and LangChain's trim_messages, turn by turn.
+
+    uv run --group bench python -m benchmarks.cache_cost [--quick]
+
+Each run is replayed chunk by chunk; before every model call (every
+assistant-role chunk, which the model is about to write) the history so far
+is built at 8k and 32k tokens of gpt-4o. For each request the tokens it
+shares with the previous request's start are counted exactly
+(``memctx._prefix.shared_prefix_tokens``). Steady state is every build after
+the first time the history did not fit.
+
+Billed input, in units of full-price input tokens:
+- Anthropic with ``cache_control`` on the stable prefix: a cache read costs
+  0.1x, a cache write 1.25x; the shared prefix is read, the rest written.
+- OpenAI: prefixes of 1,024 tokens or more are cached automatically in steps
+  of 128 tokens, at 0.5x (gpt-4o's discount); the rest is full price.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from benchmarks.peers import langchain_available, langchain_trim, to_langchain
+from benchmarks.workloads import generate, load_corpus, load_trajectories
+from memctx import (
+    ContextMessage,
+    MemoryState,
+    TiktokenTokenizer,
+    create_builder,
+    create_tokenizer,
+)
+from memctx._prefix import shared_prefix_tokens
+
+BUDGETS = (8_000, 32_000)
+STRATEGIES = ("recent", "stable", "trim_messages")
+
+
+@dataclass
+class Replay:
+    """Per-request figures of one strategy on one run at one budget."""
+
+    sent: list[int] = field(default_factory=list)
+    shared: list[int] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)
+    failures: int = 0
+
+    def steady(self, start: int) -> tuple[list[int], list[int]]:
+        return self.sent[start:], self.shared[start:]
+
+
+def anthropic_billed(sent: int, shared: int) -> float:
+    return 0.1 * shared + 1.25 * (sent - shared)
+
+
+def openai_billed(sent: int, shared: int) -> float:
+    cached = 0 if shared < 1_024 else shared - (shared - 1_024) % 128
+    return 0.5 * cached + (sent - cached)
+
+
+def model_calls(state: MemoryState) -> list[int]:
+    """Lengths of the history just before each assistant-role chunk."""
+    builder = create_builder()
+    return [
+        n for n, chunk in enumerate(state) if n and builder.render_chunk(chunk).role == "assistant"
+    ]
+
+
+def replay_memctx(state: MemoryState, budget: int, strategy: str) -> Replay:
+    tokenizer = create_tokenizer("gpt-4o")
+    builder = create_builder(tokenizer)
+    out = Replay()
+    grown = MemoryState(thread_id="replay")
+    previous: Sequence[ContextMessage] = ()
+    done = 0
+    for length in model_calls(state):
+        grown = grown.extend(state.chunks[done:length])
+        done = length
+        began = time.perf_counter()
+        try:
+            result = builder.build(grown, max_tokens=budget, strategy=strategy)
+        except Exception:  # the pinned chunks alone do not fit this budget
+            out.failures += 1
+            continue
+        out.seconds.append(time.perf_counter() - began)
+        out.sent.append(result.token_count)
+        out.shared.append(shared_prefix_tokens(previous, result.messages, tokenizer))
+        previous = result.messages
+    return out
+
+
+def replay_langchain(state: MemoryState, budget: int) -> Replay:
+    tokenizer = TiktokenTokenizer("o200k_base", model="gpt-4o")
+    encoding = tokenizer.encoding
+    builder = create_builder(tokenizer)
+    trim = langchain_trim(encoding, budget)
+    messages = to_langchain(builder, state)  # one message per chunk, the same XML
+    has_head = int(bool(messages) and messages[0].type == "system")
+    body_before = [0]  # body messages made of the first n chunks
+    for chunk in state:
+        body_before.append(body_before[-1] + (builder.render_chunk(chunk).role != "system"))
+    out = Replay()
+    previous: list[dict[str, str]] = []
+    roles = {"system": "system", "human": "user", "ai": "assistant"}
+    for length in model_calls(state):
+        began = time.perf_counter()
+        kept = trim(messages[: body_before[length] + has_head])
+        out.seconds.append(time.perf_counter() - began)
+        request = [{"role": roles[m.type], "content": str(m.content)} for m in kept]
+        out.sent.append(tokenizer.count_messages(request))
+        out.shared.append(shared_prefix_tokens(previous, request, tokenizer))
+        previous = request
+    return out
+
+
+def steady_start(replay: Replay, budget: int) -> int:
+    """The first request after the history first did not fit (sent near the budget)."""
+    for index, sent in enumerate(replay.sent):
+        if sent > 0.5 * budget:
+            return index
+    return len(replay.sent)
+
+
+def row(name: str, budget: int, strategy: str, replay: Replay, start: int) -> dict[str, object]:
+    sent, shared = replay.steady(start)
+    if not sent:
+        return {"run": name, "budget": budget, "strategy": strategy, "steady": 0}
+    total = sum(sent)
+    return {
+        "run": name,
+        "budget": budget,
+        "strategy": strategy,
+        "steady": len(sent),
+        "prefix_share": sum(shared) / total,
+        "used": statistics.fmean(s / budget for s in sent),
+        "anthropic": sum(map(anthropic_billed, sent, shared)) / total,
+        "openai": sum(map(openai_billed, sent, shared)) / total,
+        "ms": 1000 * statistics.median(replay.seconds) if replay.seconds else 0.0,
+        "failures": replay.failures,
+    }
+
+
+def run(quick: bool, log: Callable[[str], None]) -> list[dict[str, object]]:
+    runs = [(w.name, w.state) for w in load_trajectories()]
+    size = 2_000 if quick else 6_000  # about a third of the chunks are model calls
+    runs.append((f"gen {size}", generate(size, load_corpus())))
+    rows: list[dict[str, object]] = []
+    for name, state in runs:
+        for budget in BUDGETS:
+            replays: dict[str, Replay] = {}
+            for strategy in STRATEGIES:
+                log(f"{name}: {budget} {strategy}")
+                if strategy == "trim_messages":
+                    if langchain_available() is not None:
+                        continue
+                    replays[strategy] = replay_langchain(state, budget)
+                else:
+                    replays[strategy] = replay_memctx(state, budget, strategy)
+            start = steady_start(replays["recent"], budget)
+            rows.extend(row(name, budget, s, r, start) for s, r in replays.items())
+    return rows
+
+
+def table(rows: list[dict[str, object]]) -> str:
+    lines = [
+        "| run | budget | strategy | steady builds | prefix share | budget used | "
+        "Anthropic billed | OpenAI billed | build ms (median) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        if not r["steady"]:
+            lines.append(f"| {r['run']} | {r['budget']} | {r['strategy']} | 0 (always fits) |||||")
+            continue
+        lines.append(
+            f"| {r['run']} | {int(str(r['budget'])) // 1000}k | {r['strategy']} | {r['steady']} | "
+            f"{r['prefix_share']:.1%} | {r['used']:.1%} | {r['anthropic']:.3f} | "
+            f"{r['openai']:.3f} | {r['ms']:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.cache_cost")
+    parser.add_argument("--quick", action="store_true", help="a 2,000-chunk generated run")
+    args = parser.parse_args(argv)
+    rows = run(args.quick, lambda line: print(line, file=sys.stderr))
+    print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
