@@ -151,3 +151,10 @@ class TestProperties:
         text = data.draw(chat_texts(agents)).replace("@", "")
 
         assert parse_mentions(text, agents) == Mentions((), text.strip())
+
+
+def test_a_name_whose_case_folding_is_longer_is_found_as_written() -> None:
+    """``ß`` folds to ``ss``: the text is matched over the name's own length."""
+    agents = [ChatAgent("de", "Straße", aliases=("ß",))]
+
+    assert parse_mentions("@ß hi @STRASSE @straße", agents) == Mentions(("de",), "hi")

@@ -123,7 +123,8 @@ class AgentLookup(Mapping[str, ChatAgent]):
                     raise ChatError(
                         f"agents: the name {name!r} is used by {other.id!r} and {agent.id!r}"
                     )
-        self._lengths = tuple(sorted({len(name) for name in self._names}, reverse=True))
+        written = {len(name) for agent in self._agents.values() for name in agent.names}
+        self._lengths = tuple(sorted(written | {len(key) for key in self._names}, reverse=True))
 
     @property
     def agents(self) -> tuple[ChatAgent, ...]:
@@ -137,7 +138,11 @@ class AgentLookup(Mapping[str, ChatAgent]):
 
     @property
     def name_lengths(self) -> tuple[int, ...]:
-        """The lengths of the known names, longest first (for matching in text)."""
+        """Lengths to try when matching text, longest first.
+
+        Those of the names as written and as folded: ``Straße`` is matched by
+        ``straße`` (6 characters) and by ``STRASSE`` (7).
+        """
         return self._lengths
 
     def agent(self, agent_id: str) -> ChatAgent:
