@@ -152,17 +152,12 @@ def history(session_id: str, output_format: str) -> None:
         messages = session.history()
         settings = session.settings()
     if output_format == "json":
-        state = settings["mode_state"]
-        out = {
-            "mode": settings["mode"],
-            "mode_state": None if state is None else state.to_dict(),
-            "rounds": settings["rounds"],
-            "updated_at": settings["updated_at"],
-            "messages": [m.to_dict() for m in messages],
-        }
+        stored = settings.to_metadata()
+        out = {key: stored[key] for key in ("mode", "mode_state", "rounds", "updated_at")}
+        out["messages"] = [m.to_dict() for m in messages]
         click.echo(json.dumps(out, ensure_ascii=False, indent=2))
         return
-    click.echo(f"# mode {settings['mode']}, {settings['rounds']} round(s)")
+    click.echo(f"# mode {settings.mode}, {settings.rounds} round(s)")
     for message in messages:
         who = "user" if message.role == "user" else message.agent_id or "assistant"
         click.echo(f"[{message.id}] {who}: {message.content}")

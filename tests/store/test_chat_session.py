@@ -43,9 +43,10 @@ class TestCreateAndOpen:
 
         settings = ChatSession.open(store, "s1").settings()
 
-        assert settings["agents"] == tuple(AGENTS)
-        assert (settings["mode"], settings["mode_state"]) == ("workflow", ModeState())
-        assert settings["role_map"] == ROLES
+        assert settings.agents == tuple(AGENTS)
+        assert (settings.mode, settings.mode_state) == ("workflow", ModeState())
+        assert settings.role_map == {node: (agent,) for node, agent in ROLES.items()}
+        assert (settings.window, settings.rounds, settings.messages) == (20, 0, 0)
 
     def test_a_taken_id_is_refused(self, store: MemoryStore) -> None:
         workflow(store)
@@ -83,10 +84,42 @@ class TestCreateAndOpen:
         first = ChatSession.open_or_create(store, "s1", agents=AGENTS, mode="quiz")
         again = ChatSession.open_or_create(store, "s1", agents=AGENTS[:1], mode="werewolf")
 
-        assert again.settings()["mode"] == first.settings()["mode"] == "quiz"
+        assert again.settings().mode == first.settings().mode == "quiz"
+
+    def test_malformed_settings_are_named_when_the_session_is_opened(
+        self, store: MemoryStore
+    ) -> None:
+        workflow(store)
+        store.update_thread_metadata("s1", {"rounds": "three"})
+
+        with pytest.raises(ChatError, match="session 's1' has malformed settings: rounds: must"):
+            ChatSession.open(store, "s1")
 
 
 class TestFreeChat:
+    def test_every_post_and_reply_moves_updated_at(self, store: MemoryStore) -> None:
+        session = ChatSession.create(store, "s1", agents=AGENTS)
+        stamps = [session.settings().updated_at]
+        chat_round = session.post("hello")
+        stamps.append(session.settings().updated_at)
+        session.reply(chat_round, "bob", "hi")
+        stamps.append(session.settings().updated_at)
+
+        assert stamps == sorted(stamps)
+        assert len(set(stamps)) == 3
+        assert all(stamp is not None and stamp.tzinfo is not None for stamp in stamps)
+
+    def test_a_refused_reply_writes_nothing(self, store: MemoryStore) -> None:
+        session = ChatSession.create(store, "s1", agents=AGENTS)
+        session.post("hello")
+        before = store.thread_metadata("s1")
+
+        with pytest.raises(ChatError):
+            session.reply(5, "bob", "late")
+
+        assert store.thread_metadata("s1") == before
+        assert len(store.get_all_chunks("s1")) == 1
+
     def test_a_post_stores_the_message_and_names_the_mentioned_targets(
         self, store: MemoryStore
     ) -> None:

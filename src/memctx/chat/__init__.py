@@ -37,6 +37,7 @@ from memctx.chat._modes import (
     select_targets,
 )
 from memctx.chat._session import ChatRound, ChatSession
+from memctx.chat._settings import ChatSettings
 
 __all__ = [
     "DEFAULT_WINDOW",
@@ -52,6 +53,7 @@ __all__ = [
     "ChatMessage",
     "ChatRound",
     "ChatSession",
+    "ChatSettings",
     "Mentions",
     "ModeState",
     "Targets",

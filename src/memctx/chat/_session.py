@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
@@ -11,29 +10,18 @@ import attrs
 from memctx import chunks
 from memctx._chunk import Chunk, ChunkType
 from memctx._exceptions import ChatError, UnknownAgentError
-from memctx.chat._agents import AgentLookup, ChatAgent
+from memctx.chat._agents import ChatAgent
 from memctx.chat._context import ChatContext, build_chat_context
-from memctx.chat._history import DEFAULT_WINDOW, ChatMessage, ChatRole, check_window
+from memctx.chat._history import DEFAULT_WINDOW, ChatMessage, ChatRole
 from memctx.chat._mentions import parse_mentions
-from memctx.chat._modes import (
-    WORKFLOW,
-    WORKFLOW_CHAIN,
-    ModeState,
-    RoleMap,
-    as_mode_state,
-    check_mode,
-    select_targets,
-)
+from memctx.chat._modes import WORKFLOW, ModeState, RoleMap, select_targets
+from memctx.chat._settings import ChatSettings, now
 
 if TYPE_CHECKING:
     from memctx.store import MemoryStore
 
 CHAT_KEY: Final = "chat"
 """The key of a message chunk's ``custom`` metadata that holds its round (and agent)."""
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat()
 
 
 @attrs.frozen
@@ -53,17 +41,6 @@ class ChatRound:
     def agent_ids(self) -> tuple[str, ...]:
         """The agents that answer this round."""
         return self.context.targets.agent_ids
-
-
-def _role_map_json(role_map: RoleMap | None) -> dict[str, Any] | None:
-    if role_map is None:
-        return None
-    if not isinstance(role_map, Mapping):
-        raise ChatError(f"role_map: must be a mapping, got {type(role_map).__name__}")
-    return {
-        str(node): value if isinstance(value, str) else list(value)
-        for node, value in role_map.items()
-    }
 
 
 class ChatSession:
@@ -86,7 +63,7 @@ class ChatSession:
     def __init__(self, store: MemoryStore, session_id: str) -> None:
         self.store = store
         self.id = session_id
-        self._config(store.thread_metadata(session_id))  # checks it is a session
+        self.settings()  # checks that the thread holds a session
 
     # -- creating and opening ----------------------------------------------------------------
 
@@ -108,7 +85,7 @@ class ChatSession:
         :class:`AgentLookup` does), the mode, the window, and in the
         workflow mode that every node has an agent.
         """
-        settings = _new_settings(agents, mode, role_map, mode_state, window)
+        settings = ChatSettings.new(agents, mode, role_map, mode_state, window)
         thread_id = store.create_thread(session_id)
         _initialise(store, thread_id, settings)
         return cls(store, thread_id)
@@ -134,48 +111,21 @@ class ChatSession:
 
         Safe when several processes do it at once: the first one's settings win.
         """
-        settings = _new_settings(agents, mode, role_map, mode_state, window)
+        settings = ChatSettings.new(agents, mode, role_map, mode_state, window)
         store.create_thread(session_id, exist_ok=True)
         _initialise(store, session_id, settings)
         return cls(store, session_id)
 
     # -- reading ------------------------------------------------------------------------------
 
-    def _config(self, metadata: Mapping[str, Any]) -> dict[str, Any]:
-        if "agents" not in metadata or "mode" not in metadata:
-            raise ChatError(f"thread {self.id!r} holds no chat session")
-        try:
-            agents = AgentLookup(ChatAgent.from_dict(a) for a in metadata["agents"])
-        except TypeError as exc:
-            raise ChatError(f"session {self.id!r}: malformed agents: {exc}") from None
-        state = metadata.get("mode_state")
-        return {
-            "lookup": agents,
-            "mode": check_mode(metadata["mode"]),
-            "mode_state": None if state is None else ModeState.from_dict(state),
-            "role_map": metadata.get("role_map"),
-            "window": check_window(metadata.get("window", DEFAULT_WINDOW)),
-            "rounds": int(metadata.get("rounds", 0)),
-            "messages": int(metadata.get("messages", 0)),
-            "updated_at": metadata.get("updated_at"),
-        }
-
-    def settings(self) -> dict[str, Any]:
-        """The session's current settings, read afresh from the store.
-
-        Keys: ``agents`` (tuple of :class:`ChatAgent`), ``mode``, ``mode_state``
-        (:class:`ModeState` or ``None``), ``role_map``, ``window``, ``rounds``,
-        ``messages`` and ``updated_at`` (ISO 8601, UTC).
-        """
-        config = self._config(self.store.thread_metadata(self.id))
-        config["agents"] = config.pop("lookup").agents
-        return config
+    def settings(self) -> ChatSettings:
+        """The session's settings (agents, mode, mode state, counts), read afresh."""
+        return ChatSettings.from_metadata(self.store.thread_metadata(self.id), self.id)
 
     @property
     def agents(self) -> tuple[ChatAgent, ...]:
         """The session's agents."""
-        agents: tuple[ChatAgent, ...] = self.settings()["agents"]
-        return agents
+        return self.settings().agents
 
     def history(self) -> tuple[ChatMessage, ...]:
         """The session's visible messages, in the order they were stored."""
@@ -204,17 +154,16 @@ class ChatSession:
         opened: dict[str, Any] = {}
 
         def make(length: int, metadata: dict[str, Any]) -> tuple[list[Chunk], dict[str, Any]]:
-            config = self._config(metadata)
-            lookup: AgentLookup = config["lookup"]
-            mentions = parse_mentions(text, lookup)
+            config = ChatSettings.from_metadata(metadata, self.id)
+            mentions = parse_mentions(text, config.lookup)
             targets = select_targets(
-                config["mode"], mentions, lookup, config["role_map"], config["mode_state"]
+                config.mode, mentions, config.lookup, config.role_map, config.mode_state
             )
-            number, seq = config["rounds"] + 1, config["messages"] + 1
+            number, seq = config.rounds + 1, config.messages + 1
             opened.update(config=config, number=number, message_id=f"msg-{seq}")
             chunk = chunks.user(text, id=f"msg-{seq}", custom={CHAT_KEY: {"round": number}})
-            update = {"rounds": number, "messages": seq, "updated_at": _now()}
-            if config["mode"] == WORKFLOW:
+            update = {"rounds": number, "messages": seq, "updated_at": now().isoformat()}
+            if config.mode == WORKFLOW:
                 assert targets.mode_state is not None
                 update["mode_state"] = targets.mode_state.to_dict()
             return [chunk], update
@@ -232,37 +181,37 @@ class ChatSession:
         opened: dict[str, Any] = {}
 
         def make(length: int, metadata: dict[str, Any]) -> tuple[list[Chunk], dict[str, Any]]:
-            config = self._config(metadata)
-            if config["mode"] != WORKFLOW:
-                raise ChatError(f"step: only the workflow mode has steps, not {config['mode']}")
+            config = ChatSettings.from_metadata(metadata, self.id)
+            if config.mode != WORKFLOW:
+                raise ChatError(f"step: only the workflow mode has steps, not {config.mode}")
             targets = select_targets(
-                WORKFLOW, None, config["lookup"], config["role_map"], config["mode_state"]
+                WORKFLOW, None, config.lookup, config.role_map, config.mode_state
             )
             assert targets.mode_state is not None
-            number = config["rounds"] + 1
+            number = config.rounds + 1
             opened.update(config=config, number=number)
             update = {
                 "rounds": number,
                 "mode_state": targets.mode_state.to_dict(),
-                "updated_at": _now(),
+                "updated_at": now().isoformat(),
             }
             return [], update
 
         self.store.append_with(self.id, make)
         return self._round(opened["config"], opened["number"], None)
 
-    def _round(self, config: dict[str, Any], number: int, message: ChatMessage | None) -> ChatRound:
+    def _round(self, config: ChatSettings, number: int, message: ChatMessage | None) -> ChatRound:
         earlier = [m for m, round_ in self._messages() if round_ < number]
         if message is not None:
             earlier.append(message)
         context = build_chat_context(
             message,
             earlier,
-            config["lookup"],
-            config["mode"],
-            role_map=config["role_map"],
-            mode_state=config["mode_state"],
-            window=config["window"],
+            config.lookup,
+            config.mode,
+            role_map=config.role_map,
+            mode_state=config.mode_state,
+            window=config.window,
         )
         return ChatRound(number, message, context)
 
@@ -285,15 +234,15 @@ class ChatSession:
         stored: dict[str, str] = {}
 
         def make(length: int, metadata: dict[str, Any]) -> tuple[list[Chunk], dict[str, Any]]:
-            config = self._config(metadata)
-            config["lookup"].agent(agent_id)
-            if not 1 <= number <= config["rounds"]:
+            config = ChatSettings.from_metadata(metadata, self.id)
+            config.lookup.agent(agent_id)
+            if not 1 <= number <= config.rounds:
                 raise ChatError(f"round: the session has no round {number}")
-            seq = config["messages"] + 1
+            seq = config.messages + 1
             stored["id"] = f"msg-{seq}"
             custom = {CHAT_KEY: {"round": number, "agent_id": agent_id}}
             chunk = chunks.assistant(text, id=stored["id"], custom=custom)
-            return [chunk], {"messages": seq, "updated_at": _now()}
+            return [chunk], {"messages": seq, "updated_at": now().isoformat()}
 
         self.store.append_with(self.id, make)
         return ChatMessage("assistant", text, agent_id, id=stored["id"])
@@ -309,39 +258,13 @@ class ChatSession:
 
         Checked as :meth:`create` checks them; the agents and messages stay.
         """
-        settings = _new_settings(self.agents, mode, role_map, mode_state, DEFAULT_WINDOW)
+        fresh = ChatSettings.new(self.agents, mode, role_map, mode_state, DEFAULT_WINDOW)
         keys = ("mode", "mode_state", "role_map", "updated_at")
-        self.store.update_thread_metadata(self.id, {key: settings[key] for key in keys})
+        metadata = fresh.to_metadata()
+        self.store.update_thread_metadata(self.id, {key: metadata[key] for key in keys})
 
 
-def _new_settings(
-    agents: Iterable[ChatAgent],
-    mode: str,
-    role_map: RoleMap | None,
-    mode_state: ModeState | Mapping[str, Any] | None,
-    window: int,
-) -> dict[str, Any]:
-    """The metadata of a new session, every setting checked."""
-    lookup = AgentLookup(agents)
-    check_mode(mode)
-    check_window(window)
-    state = as_mode_state(mode_state) if mode == WORKFLOW or mode_state is not None else None
-    if mode == WORKFLOW:
-        for node in WORKFLOW_CHAIN:
-            select_targets(mode, None, lookup, role_map, ModeState(node))
-    return {
-        "agents": [agent.to_dict() for agent in lookup.agents],
-        "mode": mode,
-        "mode_state": None if state is None else state.to_dict(),
-        "role_map": _role_map_json(role_map),
-        "window": window,
-        "rounds": 0,
-        "messages": 0,
-        "updated_at": _now(),
-    }
-
-
-def _initialise(store: MemoryStore, thread_id: str, settings: dict[str, Any]) -> None:
+def _initialise(store: MemoryStore, thread_id: str, settings: ChatSettings) -> None:
     """Write ``settings`` into the thread unless it holds a session already."""
 
     def make(length: int, metadata: dict[str, Any]) -> tuple[list[Chunk], dict[str, Any] | None]:
@@ -349,7 +272,7 @@ def _initialise(store: MemoryStore, thread_id: str, settings: dict[str, Any]) ->
             return [], None
         if length:
             raise ChatError(f"thread {thread_id!r} holds chunks but no chat session")
-        return [], settings
+        return [], settings.to_metadata()
 
     store.append_with(thread_id, make)
 
