@@ -86,6 +86,22 @@ class TestCreateAndOpen:
 
         assert again.settings().mode == first.settings().mode == "quiz"
 
+    def test_a_session_is_refused_to_another_parent(self, store: MemoryStore) -> None:
+        ChatSession.create(store, "s1", agents=AGENTS, parent="project-a")
+        ChatSession.create(store, "s2", agents=AGENTS)
+
+        assert ChatSession.open(store, "s1", parent="project-a").settings().parent == "project-a"
+        with pytest.raises(ChatError, match="'s1' belongs to thread 'project-a', not to 'b'"):
+            ChatSession.open(store, "s1", parent="b")
+        with pytest.raises(ChatError, match="'s2' belongs to no thread, not to 'b'"):
+            ChatSession.open_or_create(store, "s2", agents=AGENTS, parent="b")
+
+    def test_without_an_id_a_fresh_one_is_made(self, store: MemoryStore) -> None:
+        session = ChatSession.create(store, agents=AGENTS)
+
+        assert session.id.startswith("thread_")
+        assert ChatSession.open(store, session.id).agents == tuple(AGENTS)
+
     def test_malformed_settings_are_named_when_the_session_is_opened(
         self, store: MemoryStore
     ) -> None:

@@ -60,10 +60,13 @@ class ChatSession:
     gets the node after the previous round's.
     """
 
-    def __init__(self, store: MemoryStore, session_id: str) -> None:
+    def __init__(self, store: MemoryStore, session_id: str, *, parent: str | None = None) -> None:
         self.store = store
         self.id = session_id
-        self.settings()  # checks that the thread holds a session
+        settings = self.settings()  # checks that the thread holds a session
+        if parent is not None and settings.parent != parent:
+            owner = "no thread" if settings.parent is None else f"thread {settings.parent!r}"
+            raise ChatError(f"session {session_id!r} belongs to {owner}, not to {parent!r}")
 
     # -- creating and opening ----------------------------------------------------------------
 
@@ -78,22 +81,31 @@ class ChatSession:
         role_map: RoleMap | None = None,
         mode_state: ModeState | Mapping[str, Any] | None = None,
         window: int = DEFAULT_WINDOW,
+        parent: str | None = None,
     ) -> ChatSession:
         """Create a session in a new thread (``ThreadExistsError`` if the id is taken).
 
-        Everything is checked before anything is written: the agents (as
+        ``session_id`` is generated (``thread_<hex>``) when not given.
+        ``parent`` names what the session belongs to (a conversation thread,
+        a project): :meth:`open` with another parent refuses it. Everything
+        is checked before anything is written: the agents (as
         :class:`AgentLookup` does), the mode, the window, and in the
         workflow mode that every node has an agent.
         """
-        settings = ChatSettings.new(agents, mode, role_map, mode_state, window)
+        settings = ChatSettings.new(agents, mode, role_map, mode_state, window, parent)
         thread_id = store.create_thread(session_id)
         _initialise(store, thread_id, settings)
         return cls(store, thread_id)
 
     @classmethod
-    def open(cls, store: MemoryStore, session_id: str) -> ChatSession:
-        """The session in thread ``session_id`` (``ChatError`` if the thread holds no session)."""
-        return cls(store, session_id)
+    def open(cls, store: MemoryStore, session_id: str, *, parent: str | None = None) -> ChatSession:
+        """The session in thread ``session_id``.
+
+        ``ChatError`` if the thread holds no session, or when ``parent`` is
+        given and the session belongs to another one (a session is never
+        used across the threads it was not made for).
+        """
+        return cls(store, session_id, parent=parent)
 
     @classmethod
     def open_or_create(
@@ -106,15 +118,17 @@ class ChatSession:
         role_map: RoleMap | None = None,
         mode_state: ModeState | Mapping[str, Any] | None = None,
         window: int = DEFAULT_WINDOW,
+        parent: str | None = None,
     ) -> ChatSession:
         """The session ``session_id``, created with these settings if there is none yet.
 
-        Safe when several processes do it at once: the first one's settings win.
+        Safe when several processes do it at once: the first one's settings
+        win. An existing session of another ``parent`` is refused.
         """
-        settings = ChatSettings.new(agents, mode, role_map, mode_state, window)
+        settings = ChatSettings.new(agents, mode, role_map, mode_state, window, parent)
         store.create_thread(session_id, exist_ok=True)
         _initialise(store, session_id, settings)
-        return cls(store, session_id)
+        return cls(store, session_id, parent=parent)
 
     # -- reading ------------------------------------------------------------------------------
 

@@ -54,7 +54,8 @@ class ChatSettings:
 
     ``rounds`` is how many rounds were opened, ``messages`` how many
     messages were stored (the last message id is ``msg-<messages>``),
-    ``updated_at`` when the session last changed.
+    ``updated_at`` when the session last changed, ``parent`` what the
+    session belongs to (or ``None``).
     """
 
     agents: tuple[ChatAgent, ...]
@@ -65,6 +66,7 @@ class ChatSettings:
     rounds: int = 0
     messages: int = 0
     updated_at: dt.datetime | None = None
+    parent: str | None = None
     lookup: AgentLookup = attrs.field(init=False, eq=False, repr=False, hash=False)
 
     def __attrs_post_init__(self) -> None:
@@ -78,6 +80,7 @@ class ChatSettings:
         role_map: RoleMap | None,
         mode_state: ModeState | Mapping[str, Any] | None,
         window: int,
+        parent: str | None = None,
     ) -> ChatSettings:
         """Settings of a new session, every one checked.
 
@@ -92,7 +95,9 @@ class ChatSettings:
             for node in WORKFLOW_CHAIN:
                 select_targets(mode, None, lookup, roles, ModeState(node))
         state = as_mode_state(mode_state) if mode == WORKFLOW or mode_state is not None else None
-        return cls(lookup.agents, mode, state, roles, window, updated_at=now())
+        if parent is not None and (not isinstance(parent, str) or not parent):
+            raise ChatError(f"parent: must be a non-empty string or None, got {parent!r}")
+        return cls(lookup.agents, mode, state, roles, window, updated_at=now(), parent=parent)
 
     @classmethod
     def from_metadata(cls, metadata: Mapping[str, Any], thread_id: str) -> ChatSettings:
@@ -105,6 +110,9 @@ class ChatSettings:
                 raise ChatError(f"agents: must be a list, got {type(agents).__name__}")
             state = metadata.get("mode_state")
             stamp = metadata.get("updated_at")
+            parent = metadata.get("parent")
+            if parent is not None and not isinstance(parent, str):
+                raise ChatError(f"parent: must be a string, got {type(parent).__name__}")
             return cls(
                 tuple(ChatAgent.from_dict(agent) for agent in agents),
                 check_mode(metadata["mode"]),
@@ -114,6 +122,7 @@ class ChatSettings:
                 _count(metadata, "rounds"),
                 _count(metadata, "messages"),
                 None if stamp is None else dt.datetime.fromisoformat(stamp),
+                parent,
             )
         except (ChatError, TypeError, ValueError) as exc:
             raise ChatError(f"session {thread_id!r} has malformed settings: {exc}") from None
@@ -131,4 +140,5 @@ class ChatSettings:
             "rounds": self.rounds,
             "messages": self.messages,
             "updated_at": None if self.updated_at is None else self.updated_at.isoformat(),
+            "parent": self.parent,
         }
