@@ -58,7 +58,7 @@ def chat() -> None:
 
 
 @chat.command("new")
-@click.argument("session_id")
+@click.argument("session_id", required=False)
 @click.option(
     "--agents", "agents_file", required=True, metavar="FILE", help="JSON array of agents."
 )
@@ -70,9 +70,9 @@ def chat() -> None:
 @db_option
 @friendly
 def new_session(
-    session_id: str, agents_file: str, mode: str, roles: tuple[str, ...], window: int
+    session_id: str | None, agents_file: str, mode: str, roles: tuple[str, ...], window: int
 ) -> None:
-    """Create the session SESSION_ID with the agents of FILE."""
+    """Create the session SESSION_ID (or a fresh id) with the agents of FILE; print its id."""
     from memctx.chat import ChatSession
 
     agents = _agents_from(agents_file)
@@ -80,6 +80,7 @@ def new_session(
         session = ChatSession.create(
             store, session_id, agents=agents, mode=mode, role_map=_role_map(roles), window=window
         )
+    click.echo(session.id)
     note(f"{session.id}: {len(agents)} agent(s), mode {mode}")
 
 

@@ -62,6 +62,13 @@ def test_post_shows_the_targets_and_the_prompt_each_one_gets(cli: Any, agents_fi
     assert "@cc @rc please" not in out  # the input without its mentions
 
 
+def test_new_without_an_id_prints_a_fresh_one(cli: Any, agents_file: str) -> None:
+    session_id = ok(cli("new", "--agents", agents_file)).stdout.strip()
+
+    assert session_id.startswith("thread_")
+    assert ok(cli("post", session_id, "hi")).stdout.startswith("# round 1 (free_chat)")
+
+
 def test_post_as_json_gives_the_whole_context(cli: Any, agents_file: str) -> None:
     ok(cli("new", "s1", "--agents", agents_file))
     ok(cli("post", "s1", "hello"))
