@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from memctx.store._cli_common import db_option, fail, friendly, note, open_store, read_json
+from memctx._cli_errors import fail, friendly_errors
+from memctx.store._cli_common import db_option, note, open_store, read_json
 
 if TYPE_CHECKING:
     from memctx.chat import ChatAgent, ChatRound
@@ -68,7 +69,7 @@ def chat() -> None:
 @role_option
 @click.option("--window", default=20, show_default=True, help="History messages per prompt.")
 @db_option
-@friendly
+@friendly_errors
 def new_session(
     session_id: str | None, agents_file: str, mode: str, roles: tuple[str, ...], window: int
 ) -> None:
@@ -93,7 +94,7 @@ def new_session(
 @click.option("--model", default="estimate", show_default=True, help="Tokenizer to count with.")
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text")
 @db_option
-@friendly
+@friendly_errors
 def post(
     session_id: str, text: str, max_tokens: int | None, model: str, output_format: str
 ) -> None:
@@ -113,7 +114,7 @@ def post(
 @click.option("--model", default="estimate", show_default=True, help="Tokenizer to count with.")
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text")
 @db_option
-@friendly
+@friendly_errors
 def step(session_id: str, max_tokens: int | None, model: str, output_format: str) -> None:
     """Workflow: open a round without input; the next node takes its turn."""
     from memctx.chat import ChatSession
@@ -129,7 +130,7 @@ def step(session_id: str, max_tokens: int | None, model: str, output_format: str
 @click.argument("agent_id")
 @click.argument("text")
 @db_option
-@friendly
+@friendly_errors
 def reply(session_id: str, round_number: int, agent_id: str, text: str) -> None:
     """Store AGENT_ID's answer TEXT to round ROUND_NUMBER."""
     from memctx.chat import ChatSession
@@ -143,7 +144,7 @@ def reply(session_id: str, round_number: int, agent_id: str, text: str) -> None:
 @click.argument("session_id")
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text")
 @db_option
-@friendly
+@friendly_errors
 def history(session_id: str, output_format: str) -> None:
     """Print the session's messages and its settings (mode, mode state, rounds)."""
     from memctx.chat import ChatSession
@@ -169,7 +170,7 @@ def history(session_id: str, output_format: str) -> None:
 @click.argument("mode")
 @role_option
 @db_option
-@friendly
+@friendly_errors
 def set_mode(session_id: str, mode: str, roles: tuple[str, ...]) -> None:
     """Switch the session to MODE (a workflow starts at the coder)."""
     from memctx.chat import ChatSession
