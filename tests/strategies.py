@@ -291,3 +291,57 @@ def states(
         st.lists(chunk_strategy, max_size=max_size, unique_by=lambda chunk: chunk.id),
         thread_id=st.none() | ids,
     )
+
+
+# -- chat ------------------------------------------------------------------------------------
+
+_NAME_PIECES: Final = st.one_of(
+    st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJ0123456789_", min_size=1, max_size=6),
+    st.text(alphabet="程序猫银渐层牛奶咖啡阿比西尼亚加菲ねこカフェ철수", min_size=1, max_size=4),
+    st.text(alphabet=st.characters(exclude_characters="@"), min_size=1, max_size=4),
+)
+
+chat_names: Final = (
+    st.lists(_NAME_PIECES, min_size=1, max_size=3)
+    .map(" ".join)
+    .map(str.strip)
+    .filter(lambda s: s != "" and not any(c in s for c in "@\n\r\t\x0b\x0c\x85\u2028\u2029"))
+)
+"""Names an agent may answer to: Latin words, CJK, anything without ``@`` or line breaks."""
+
+
+@st.composite
+def chat_agents(draw: st.DrawFn, *, min_size: int = 1, max_size: int = 4) -> list[Any]:
+    """Agents with distinct ids and names (case-insensitively), some with aliases."""
+    from memctx.chat import ChatAgent
+
+    count = draw(st.integers(min_value=min_size, max_value=max_size))
+    taken = {f"agent{number}" for number in range(count)}
+    agents = []
+    for number in range(count):
+        agent_id = f"agent{number}"
+        names = draw(st.lists(chat_names, max_size=3))
+        free = []
+        for name in names:
+            if name.casefold() not in taken:
+                taken.add(name.casefold())
+                free.append(name)
+        display = free[0] if free else agent_id
+        agents.append(ChatAgent(agent_id, display, aliases=tuple(free[1:])))
+    return agents
+
+
+@st.composite
+def chat_texts(draw: st.DrawFn, agents: list[Any]) -> str:
+    """Messages mixing mentions of ``agents``, unknown ``@words``, e-mails and any text."""
+    names = [name for agent in agents for name in agent.names]
+    piece = st.one_of(
+        st.sampled_from(names).map(lambda n: "@" + n),
+        st.sampled_from(names).map(lambda n: "@" + n.upper()),
+        st.sampled_from(names),
+        st.sampled_from(["@", "@@", "@nobody", "bob@example.com", "x@", " @ ", "，", ".", "-"]),
+        st.sampled_from(LINE_BREAKS),
+        st.text(max_size=6),
+        texts,
+    )
+    return "".join(draw(st.lists(piece, max_size=10)))

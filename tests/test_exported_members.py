@@ -130,3 +130,51 @@ class TestPublicSubmodules:
         }
 
         assert defined == set(chunks.__all__)
+
+
+class TestChatModule:
+    """``memctx.chat`` offers the names DESIGN.md fixes for chat routing, and no other."""
+
+    DESIGN_MD_CHAT_NAMES = frozenset(
+        {
+            "ChatAgent",
+            "AgentLookup",
+            "parse_mentions",
+            "select_targets",
+            "workflow_task_prompt",
+            "prompt_history",
+            "build_chat_context",
+            "ChatMessage",
+            "ChatContext",
+            "Mentions",
+            "Targets",
+        }
+    )
+
+    def test_holds_the_names_of_design_md(self) -> None:
+        from memctx import chat
+
+        assert set(chat.__all__) >= self.DESIGN_MD_CHAT_NAMES
+
+    def test_every_name_exists_once_and_comes_from_memctx(self) -> None:
+        from memctx import chat
+
+        assert len(chat.__all__) == len(set(chat.__all__))
+        assert [name for name in chat.__all__ if not hasattr(chat, name)] == []
+        foreign = [
+            name
+            for name in chat.__all__
+            if (inspect.isclass(obj := getattr(chat, name)) or inspect.isfunction(obj))
+            and not obj.__module__.startswith("memctx")
+        ]
+        assert foreign == []
+
+    def test_every_public_attribute_is_exported(self) -> None:
+        from memctx import chat
+
+        undeclared = [
+            name
+            for name in vars(chat)
+            if name.isidentifier() and not name.startswith("_") and name not in chat.__all__
+        ]
+        assert undeclared == []

@@ -18,6 +18,8 @@ whose meaning it shares, so code that already catches ``ValueError`` or
     │   └── UnknownModelError                 ... because the model name is unknown
     ├── BuildOptionError (ValueError)         a build option has an invalid value
     ├── BudgetExceededError (ValueError)      what must be kept does not fit the budget
+    ├── ChatError (ValueError)                a chat agent, message, mode or role map is invalid
+    │   └── UnknownAgentError (LookupError)   ... names an agent the chat does not have
     └── StoreError                            the persistent store refused an operation
         ├── ThreadNotFoundError (LookupError)
         ├── ThreadExistsError (ValueError)
@@ -143,6 +145,25 @@ class BudgetExceededError(MemctxError, ValueError):
             f"but the budget leaves {available}"
         )
         super().__init__(f"{msg} ({detail})" if detail else msg)
+
+
+class ChatError(MemctxError, ValueError):
+    """A chat agent, message, mode, mode state or role map is invalid (see :mod:`memctx.chat`)."""
+
+
+class UnknownAgentError(ChatError, LookupError):
+    """``agent_id`` is not one of the chat's agents; ``known`` lists those it has."""
+
+    def __init__(self, agent_id: str, known: tuple[str, ...], where: str = "") -> None:
+        self.agent_id = agent_id
+        self.known = known
+        prefix = f"{where}: " if where else ""
+        super().__init__(
+            f"{prefix}unknown agent {agent_id!r}; the agents are {', '.join(known) or '(none)'}"
+        )
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 class StoreError(MemctxError):
