@@ -18,6 +18,8 @@ whose meaning it shares, so code that already catches ``ValueError`` or
     │   └── UnknownModelError                 ... because the model name is unknown
     ├── BuildOptionError (ValueError)         a build option has an invalid value
     ├── BudgetExceededError (ValueError)      what must be kept does not fit the budget
+    │   └── PromptTooLargeError               ... an agent prompt's fixed parts exceed max_bytes
+    ├── TeamMessageError (TypeError)          a team message, speaker or task is malformed
     └── StoreError                            the persistent store refused an operation
         ├── ThreadNotFoundError (LookupError)
         ├── ThreadExistsError (ValueError)
@@ -143,6 +145,24 @@ class BudgetExceededError(MemctxError, ValueError):
             f"but the budget leaves {available}"
         )
         super().__init__(f"{msg} ({detail})" if detail else msg)
+
+
+class PromptTooLargeError(BudgetExceededError):
+    """An agent's prompt cannot fit ``available`` bytes: the parts never dropped
+    (current message, team task, instructions) need ``needed`` bytes."""
+
+    def __init__(self, needed: int, available: int) -> None:
+        self.needed = needed
+        self.available = available
+        ValueError.__init__(
+            self,
+            f"the prompt needs {needed} bytes without any context message "
+            f"(current message, team task and instructions) but max_bytes is {available}",
+        )
+
+
+class TeamMessageError(MemctxError, TypeError):
+    """A team conversation was given a message, speaker or team task it cannot take."""
 
 
 class StoreError(MemctxError):
