@@ -46,7 +46,8 @@ def marked_texts(draw: st.DrawFn) -> tuple[str, str]:
             pieces.append(draw(st.sampled_from(["[NEXT:", "[next:"])) + draw(inside) + "]")
         else:
             pieces.append(draw(st.sampled_from(["[TEAM_TASK]", "[team_task]"])))
-        in_task = kind == "team_task"
+        # [FROM:…] markers go first, so they do not end a task body; the others do.
+        in_task = kind == "team_task" or (kind == "from" and in_task)
     return "".join(pieces), "".join(kept)
 
 
@@ -66,6 +67,7 @@ class TestStripMarkers:
             ("Done [next: sarah, max]", "Done"),
             ("[TEAM_TASK] Build the app [NEXT:max] go", "go"),
             ("Intro [team_task] the task body", "Intro"),
+            ("[TEAM_TASK] task [FROM:x] still task [NEXT:y] kept", "kept"),
             ("[FROM:a][NEXT:b]", ""),
             ("a  [NEXT:x]  b", "a b"),
             ("line one  \n\n   \n  line two", "line one\nline two"),
