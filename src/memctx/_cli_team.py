@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from memctx._cli_errors import fail
 from memctx._cli_options import build_options, print_build_result
-from memctx.store._cli_common import db_option, fail, friendly, note, open_store, read_json
+from memctx.store._cli_common import db_option, friendly, note, open_store, read_json
 
 if TYPE_CHECKING:
     from memctx.store import MemoryStore
