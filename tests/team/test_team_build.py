@@ -217,3 +217,39 @@ class TestTeamMessageRenderer:
             '<assistant_response id="msg-2" role="assistant" from="Coder" from_type="ai" '
             'to="lena">\ndone\n</assistant_response>',
         )
+
+
+class TestRebuilds:
+    def test_building_again_unchanged_returns_the_same_result(
+        self, review: TeamConversation, gpt4o: Tokenizer
+    ) -> None:
+        first = review.build_for_agent("coder", max_tokens=500, tokenizer=gpt4o)
+
+        assert review.build_for_agent("coder", max_tokens=500, tokenizer=gpt4o) is first
+
+    def test_a_grown_conversation_builds_as_a_fresh_team_would(
+        self, review: TeamConversation, lena: Speaker, coder: Speaker, gpt4o: Tokenizer
+    ) -> None:
+        review.build_for_agent("coder", max_tokens=300, tokenizer=gpt4o)
+        review.add_message("One more thing. [NEXT:coder]", speaker=lena)
+        review.add_message("On it.", speaker=coder)
+        review.add_message("On it.", speaker=coder)  # a repeat: the one before goes
+        fresh = TeamConversation()
+        fresh.import_snapshot(review.export_snapshot())
+
+        for budget in (150, 300, None):
+            built = review.build_for_agent("coder", max_tokens=budget, tokenizer=gpt4o)
+            expected = fresh.build_for_agent("coder", max_tokens=budget, tokenizer=gpt4o)
+            assert built.messages == expected.messages
+            assert built.included_chunk_ids == expected.included_chunk_ids
+            assert built.token_count == expected.token_count
+
+    def test_a_new_team_task_rebuilds_the_view(
+        self, review: TeamConversation, gpt4o: Tokenizer
+    ) -> None:
+        review.build_for_agent("coder", tokenizer=gpt4o)
+        review.set_team_task("A new task.")
+
+        result = review.build_for_agent("coder", tokenizer=gpt4o)
+
+        assert "A new task." in result.messages[0].content

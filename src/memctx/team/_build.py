@@ -73,18 +73,24 @@ class TeamMessageRenderer:
 
 
 class AgentView:
-    """Makes the per-agent states, reusing each message's chunk from one build to the next
-    (so the builder's memoised renderings and counts are reused too)."""
+    """Makes the per-agent states, reusing each message's chunk from one build to the next.
+
+    An agent's new state extends its last one when the conversation only
+    grew, so a builder renders and counts just the new messages (its caches
+    are kept per state history) and rebuilds incrementally.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._chunks: dict[tuple[TeamMessage, bool], Chunk] = {}
         self._task: tuple[str, Chunk] | None = None
+        self._last: dict[str, tuple[tuple[Chunk, ...], MemoryState]] = {}
 
     def forget(self) -> None:
-        """Drop the chunks of messages that are gone (after a clear or an import)."""
+        """Drop the chunks and states of messages that are gone (after a clear or an import)."""
         with self._lock:
             self._chunks.clear()
+            self._last.clear()
 
     def _chunk(self, message: TeamMessage, own: bool) -> Chunk:
         key = (message, own)
@@ -126,4 +132,20 @@ class AgentView:
         items = [self._chunk(m, m.speaker.role_id == agent_id) for m in shown]
         if team_task:
             items.insert(0, self._task_chunk(team_task))
-        return MemoryState(items)
+        chunks_now = tuple(items)
+        with self._lock:
+            last = self._last.get(agent_id)
+        if last is not None and chunks_now == last[0]:
+            return last[1]
+        if last is not None and _extends(chunks_now, last[0]):
+            state = last[1].extend(chunks_now[len(last[0]) :])
+        else:
+            state = MemoryState(chunks_now)
+        with self._lock:
+            self._last[agent_id] = (chunks_now, state)
+        return state
+
+
+def _extends(items: tuple[Chunk, ...], prefix: tuple[Chunk, ...]) -> bool:
+    """Whether ``items`` starts with the very chunks of ``prefix``."""
+    return len(items) >= len(prefix) and all(a is b for a, b in zip(prefix, items, strict=False))
