@@ -87,7 +87,7 @@ def _default_name(speaker: Speaker) -> str:
     return speaker.role_id
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class Speaker:
     """Who wrote a message: ``role_id`` (how the team addresses them), a display
     ``role_name`` (``role_id`` when not given) and whether they are a ``human``
@@ -105,7 +105,7 @@ class Speaker:
         return {"role_id": self.role_id, "role_name": self.role_name, "type": self.type}
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class TeamMessage:
     """One message of a team conversation, as it was written (markers included).
 
