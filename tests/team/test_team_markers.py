@@ -6,49 +6,12 @@ import re
 
 import pytest
 from hypothesis import given
-from hypothesis import strategies as st
 
 from memctx.team import parse_next_markers, strip_markers
 from memctx.team._markers import cleanup_whitespace
-from strategies import texts
+from strategies import marked_texts, texts
 
 MARKER_START = re.compile(r"\[(from:|next:|team_task\])", re.IGNORECASE)
-
-plain = st.text(st.characters(exclude_characters="["))
-"""Text outside markers: anything but an opening bracket."""
-
-inside = st.text(st.characters(exclude_characters="]"), max_size=12)
-"""What a [FROM:…] or [NEXT:…] marker may hold."""
-
-
-@st.composite
-def marked_texts(draw: st.DrawFn) -> tuple[str, str]:
-    """A text of plain pieces and markers, and the plain text it carries.
-
-    A ``[TEAM_TASK]`` marker takes the text after it up to the next ``[``:
-    plain pieces right after one are its body, not plain text.
-    """
-    pieces: list[str] = []
-    kept: list[str] = []
-    in_task = False  # plain text right after [TEAM_TASK] is its body, up to the next "["
-    for _ in range(draw(st.integers(0, 6))):
-        kind = draw(st.sampled_from(["plain", "from", "next", "team_task"]))
-        if kind == "plain":
-            text = draw(plain)
-            pieces.append(text)
-            if not in_task:
-                kept.append(text)
-            continue
-        if kind == "from":
-            name = draw(inside.filter(bool))
-            pieces.append(draw(st.sampled_from(["[FROM:", "[from:", "[From:"])) + name + "]")
-        elif kind == "next":
-            pieces.append(draw(st.sampled_from(["[NEXT:", "[next:"])) + draw(inside) + "]")
-        else:
-            pieces.append(draw(st.sampled_from(["[TEAM_TASK]", "[team_task]"])))
-        # [FROM:…] markers go first, so they do not end a task body; the others do.
-        in_task = kind == "team_task" or (kind == "from" and in_task)
-    return "".join(pieces), "".join(kept)
 
 
 def visible(text: str) -> str:

@@ -11,13 +11,7 @@ from hypothesis import strategies as st
 from memctx import TeamMessageError
 from memctx.team import MAX_TEAM_TASK_BYTES, TeamConversation
 from memctx.team._values import utf8_prefix
-
-# Characters of every UTF-8 length (1 to 4 bytes), no lone surrogates.
-WIDE_TEXT = st.text(
-    alphabet=st.sampled_from(["a", "é", "无", "\U0001f600", "\n", " "])
-    | st.characters(exclude_categories=("Cs",)),
-    max_size=60,
-)
+from strategies import wide_texts
 
 
 class TestSetTeamTask:
@@ -88,7 +82,7 @@ class TestSetTeamTask:
 
 
 class TestFiveKilobyteCut:
-    @given(filler=st.integers(min_value=0, max_value=5200), tail=WIDE_TEXT)
+    @given(filler=st.integers(min_value=0, max_value=5200), tail=wide_texts)
     def test_the_cut_is_a_utf8_prefix_of_at_most_5120_bytes(self, filler: int, tail: str) -> None:
         task = "x" * filler + tail * 40
 
@@ -100,7 +94,7 @@ class TestFiveKilobyteCut:
         if cut != task:  # the longest such prefix: one more character would not fit
             assert len(task[: len(cut) + 1].encode("utf-8")) > MAX_TEAM_TASK_BYTES
 
-    @given(filler=st.integers(min_value=0, max_value=5200), tail=WIDE_TEXT)
+    @given(filler=st.integers(min_value=0, max_value=5200), tail=wide_texts)
     def test_set_team_task_keeps_exactly_that_prefix(self, filler: int, tail: str) -> None:
         team = TeamConversation()
         task = "x" * filler + tail * 40
