@@ -210,6 +210,7 @@ class TestImportSnapshot:
             (lambda s: s.update(timestamp="now"), r"timestamp must be an integer"),
             (lambda s: s["messages"].append(3), r"messages\[3\] must be an object"),
             (lambda s: s["messages"][1].pop("id"), r"messages\[1\]\.id must be a non-empty"),
+            (lambda s: s["messages"][1].update(id=" "), r"messages\[1\]\.id must be a non-empty"),
             (lambda s: s["messages"][1].update(content=None), r"messages\[1\]\.content must be"),
             (lambda s: s["messages"][2].pop("speaker"), r"messages\[2\]\.speaker must be an obj"),
             (
@@ -272,3 +273,13 @@ class TestImportSnapshot:
         second = team.export_snapshot()
 
         assert {**second, "timestamp": 0} == {**first, "timestamp": 0}
+
+
+def test_a_speaker_id_of_white_space_survives_a_round_trip() -> None:
+    team = TeamConversation()
+    team.add_message("hi", speaker=Speaker(" ", "Blank"))
+    copy = TeamConversation()
+
+    copy.import_snapshot(team.export_snapshot())
+
+    assert copy.messages == team.messages

@@ -90,8 +90,11 @@ def _message(item: object, where: str) -> TeamMessage:
         if created_at.tzinfo is None:
             raise _invalid(f"{where}.created_at has no time zone: {stamp!r}")
         fields["created_at"] = created_at
+    message_id = _text(item.get("id"), f"{where}.id", empty=False)
+    if not message_id.strip():  # it becomes a chunk id, which must show
+        raise _invalid(f"{where}.id must be a non-empty string, got {message_id!r}")
     return TeamMessage(
-        id=_text(item.get("id"), f"{where}.id", empty=False),
+        id=message_id,
         content=_text(item.get("content"), f"{where}.content"),
         speaker=who,
         addressees=names,
