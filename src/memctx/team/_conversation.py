@@ -121,7 +121,8 @@ class TeamConversation:
         Each message is a chunk of the thread; the team task and the message
         numbering are in the thread's metadata. Every read asks the store, so
         several processes can share one conversation; adding a message takes
-        the thread's write lock, so ids stay unique and gap-free.
+        the thread's write lock, so ids stay unique and gap-free. The hooks
+        are called in the process that made the change.
         """
         from memctx.team._stored import StoredMessages
 
