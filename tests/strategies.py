@@ -345,3 +345,50 @@ def chat_texts(draw: st.DrawFn, agents: list[Any]) -> str:
         texts,
     )
     return "".join(draw(st.lists(piece, max_size=10)))
+
+
+# -- team conversations ------------------------------------------------------------------
+
+wide_texts: Final = st.text(
+    alphabet=st.sampled_from(["a", "é", "无", "\U0001f600", "\n", " "])
+    | st.characters(exclude_categories=("Cs",)),
+    max_size=60,
+)
+"""Text of characters of every UTF-8 length (1 to 4 bytes), without lone surrogates."""
+
+marker_free_texts: Final = st.text(st.characters(exclude_characters="["))
+"""Text that cannot hold a routing marker: anything but an opening bracket."""
+
+_marker_insides: Final = st.text(st.characters(exclude_characters="]"), max_size=12)
+
+
+@st.composite
+def marked_texts(draw: st.DrawFn) -> tuple[str, str]:
+    """A team message of plain text and routing markers, and the plain text it carries.
+
+    Markers are ``[FROM:…]``, ``[NEXT:…]`` and ``[TEAM_TASK]`` in any case. A
+    ``[TEAM_TASK]`` takes the text after it up to the next ``[`` that is still
+    there once ``[FROM:…]`` markers are gone (they are removed first): plain
+    pieces in that stretch are its body, not plain text.
+    """
+    pieces: list[str] = []
+    kept: list[str] = []
+    in_task = False
+    for _ in range(draw(st.integers(0, 6))):
+        kind = draw(st.sampled_from(["plain", "from", "next", "team_task"]))
+        if kind == "plain":
+            text = draw(marker_free_texts)
+            pieces.append(text)
+            if not in_task:
+                kept.append(text)
+            continue
+        if kind == "from":
+            name = draw(_marker_insides.filter(bool))
+            pieces.append(draw(st.sampled_from(["[FROM:", "[from:", "[From:"])) + name + "]")
+        elif kind == "next":
+            inside = draw(_marker_insides)
+            pieces.append(draw(st.sampled_from(["[NEXT:", "[next:"])) + inside + "]")
+        else:
+            pieces.append(draw(st.sampled_from(["[TEAM_TASK]", "[team_task]"])))
+        in_task = kind == "team_task" or (kind == "from" and in_task)
+    return "".join(pieces), "".join(kept)

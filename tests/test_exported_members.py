@@ -8,7 +8,7 @@ import types
 import pytest
 
 import memctx
-from memctx import chunks, statefile, xml
+from memctx import chunks, statefile, team, xml
 
 DESIGN_MD_NAMES = {
     "Chunk",
@@ -116,6 +116,23 @@ class TestPublicSubmodules:
     def test_all_is_sorted_and_every_name_exists(self, module: types.ModuleType) -> None:
         assert module.__all__ == sorted(set(module.__all__))
         assert [name for name in module.__all__ if not hasattr(module, name)] == []
+
+    def test_team_exports_the_names_of_design_md_and_nothing_undeclared(self) -> None:
+        assert len(set(team.__all__)) == len(team.__all__)
+        assert [name for name in team.__all__ if not hasattr(team, name)] == []
+        assert set(team.__all__) >= {
+            "TeamConversation", "Speaker", "normalize_agent_type", "strip_markers",
+            "PromptMessage", "AgentContext", "AssembledPrompt",
+        }  # fmt: skip
+        undeclared = [
+            name
+            for name in vars(team)
+            if name.isidentifier()
+            and not name.startswith("_")
+            and name not in team.__all__
+            and not is_public_submodule(name, vars(team)[name])
+        ]
+        assert undeclared == []
 
     def test_chunks_exports_the_constructors_of_design_md_and_custom(self) -> None:
         assert set(chunks.__all__) == DESIGN_MD_CONSTRUCTORS | {"custom"}

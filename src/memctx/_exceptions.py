@@ -18,8 +18,10 @@ whose meaning it shares, so code that already catches ``ValueError`` or
     │   └── UnknownModelError                 ... because the model name is unknown
     ├── BuildOptionError (ValueError)         a build option has an invalid value
     ├── BudgetExceededError (ValueError)      what must be kept does not fit the budget
+    │   └── PromptTooLargeError               ... an agent prompt's fixed parts exceed max_bytes
     ├── ChatError (ValueError)                a chat agent, message, mode or role map is invalid
     │   └── UnknownAgentError (LookupError)   ... names an agent the chat does not have
+    ├── TeamMessageError (TypeError)          a team message, speaker or task is malformed
     └── StoreError                            the persistent store refused an operation
         ├── ThreadNotFoundError (LookupError)
         ├── ThreadExistsError (ValueError)
@@ -164,6 +166,24 @@ class UnknownAgentError(ChatError, LookupError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+class PromptTooLargeError(BudgetExceededError):
+    """An agent's prompt cannot fit ``available`` bytes: the parts never dropped
+    (current message, team task, instructions) need ``needed`` bytes."""
+
+    def __init__(self, needed: int, available: int) -> None:
+        self.needed = needed
+        self.available = available
+        ValueError.__init__(
+            self,
+            f"the prompt needs {needed} bytes without any context message "
+            f"(current message, team task and instructions) but max_bytes is {available}",
+        )
+
+
+class TeamMessageError(MemctxError, TypeError):
+    """A team conversation was given a message, speaker or team task it cannot take."""
 
 
 class StoreError(MemctxError):

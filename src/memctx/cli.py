@@ -15,6 +15,7 @@ from memctx._builder import create_builder
 from memctx._cli_chat import chat
 from memctx._cli_errors import fail, friendly_errors
 from memctx._cli_options import build_options, print_build_result, result_to_json
+from memctx._cli_team import team as team_commands
 from memctx._tokens import create_tokenizer
 from memctx.statefile import load_state, save_state, write_text_atomic
 
@@ -105,5 +106,6 @@ def _register_store_commands() -> None:
 
 _register_store_commands()
 main.add_command(chat)
+main.add_command(team_commands)
 
 __all__ = ["fail", "friendly_errors", "main", "result_to_json", "write_text_atomic"]
