@@ -18,6 +18,7 @@ whose meaning it shares, so code that already catches ``ValueError`` or
     │   └── UnknownModelError                 ... because the model name is unknown
     ├── BuildOptionError (ValueError)         a build option has an invalid value
     ├── BudgetExceededError (ValueError)      what must be kept does not fit the budget
+    ├── InspectError (ValueError)             a build report was asked of a mismatched state
     └── StoreError                            the persistent store refused an operation
         ├── ThreadNotFoundError (LookupError)
         ├── ThreadExistsError (ValueError)
@@ -143,6 +144,11 @@ class BudgetExceededError(MemctxError, ValueError):
             f"but the budget leaves {available}"
         )
         super().__init__(f"{msg} ({detail})" if detail else msg)
+
+
+class InspectError(MemctxError, ValueError):
+    """The build inspector was given a result that was not built from the given state,
+    or builds that cannot be compared."""
 
 
 class StoreError(MemctxError):

@@ -136,6 +136,20 @@ class ContextBuildResult:
 
         return to_text(self.messages)
 
+    def to_html(self, state: Any, builder: Any = None, **options: Any) -> str:
+        """The build report as one self-contained HTML page.
+
+        ``state`` is the :class:`~memctx.MemoryState` this result was built
+        from, ``builder`` the :class:`~memctx.ContextBuilder` that built it.
+        Keywords: ``previous`` (an earlier build of the same history, to show
+        what entered and left and the shared prefix), ``previous_state``,
+        ``previous_label``, ``tokenizer`` (counts the shared prefix) and
+        ``title``; see :func:`memctx._inspect.report_html`.
+        """
+        from memctx._inspect import report_html
+
+        return report_html(self, state, builder, **options)
+
     def summary(self) -> str:
         """A short, readable report for logs."""
         budget = "unlimited" if self.max_tokens is None else str(self.max_tokens)
