@@ -72,6 +72,7 @@ class Chromium:
         self._replies: dict[int, queue.Queue[dict[str, Any]]] = {}
         self._lock = threading.Lock()
         self.events: list[dict[str, Any]] = []
+        self._tab: str | None = None
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -113,8 +114,12 @@ class Chromium:
         return answer.get("result", {})
 
     def open(self, path: Path, *, width: int = 1400, height: int = 900) -> Page:
-        """Load the file ``path`` in a new tab and wait until the page says it is ready."""
+        """Load the file ``path`` in a new tab (closing the last one) and wait until the
+        page says it is ready and has painted."""
+        if self._tab is not None:  # one tab at a time
+            self.send("Target.closeTarget", {"targetId": self._tab})
         target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+        self._tab = target
         session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})
         page = Page(self, session["sessionId"])
         for domain in ("Page", "Runtime", "Log"):
@@ -196,11 +201,3 @@ class Page:
     def screenshot(self) -> bytes:
         """A PNG of the viewport."""
         return base64.b64decode(self.send("Page.captureScreenshot", {"format": "png"})["data"])
-
-    def close(self) -> None:
-        self.browser.send("Target.closeTarget", {"targetId": self._target_id()})
-
-    def _target_id(self) -> str:
-        info = self.send("Target.getTargetInfo")
-        target: str = info["targetInfo"]["targetId"]
-        return target

@@ -34,7 +34,7 @@ _PAGE: Final = """<!DOCTYPE html>
 <section class="cards">
   <div class="card"><h2>Budget</h2><div class="bar" id="budget-bar"></div>
     <div class="legend" id="budget-legend"></div>
-    <h2>Messages</h2><ol class="messages" id="message-list"></ol></div>
+    <h2 class="next">Messages</h2><ol class="messages" id="message-list"></ol></div>
   <div class="card"><h2>By type</h2><table id="totals-type"><thead><tr><th>type</th>
     <th class="num">chunks</th><th class="num">in</th><th class="num">out</th>
     <th class="num">tokens in</th></tr></thead><tbody></tbody></table></div>
@@ -46,8 +46,8 @@ _PAGE: Final = """<!DOCTYPE html>
   <h2 id="compare-label"></h2>
   <p>The two requests share their first <b id="compare-prefix"></b> tokens
     <span id="compare-counts"></span>: what a provider's prompt cache can reuse.</p>
-  <p>Entered (<span id="entered-count"></span>):</p><div class="ids" id="entered-ids"></div>
-  <p>Left (<span id="left-count"></span>):</p><div class="ids" id="left-ids"></div>
+  <p>Entered (<span id="entered-count"></span>): <span class="ids" id="entered-ids"></span></p>
+  <p>Left (<span id="left-count"></span>): <span class="ids" id="left-ids"></span></p>
 </section>
 <section>
   <div class="controls">
@@ -59,7 +59,7 @@ _PAGE: Final = """<!DOCTYPE html>
   <div class="browser">
     <div class="list">
       <div class="row head"><span class="c-pos">#</span><span>unit</span><span>id</span>
-        <span>type</span><span>tag</span><span>role</span><span>message</span>
+        <span>type</span><span>tag</span><span>role</span><span>msg</span>
         <span>tokens</span><span>status</span><span>pinned</span><span>repl.</span>
         <span>change</span></div>
       <div id="viewport"><div id="spacer"><div id="rows"></div></div></div>
