@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from chromium import Chromium, Page
 from memctx import (
+    Chunk,
     ContextBuilder,
     ContextBuildResult,
     MemoryState,
@@ -55,11 +56,12 @@ def open_report(
     result: ContextBuildResult,
     state: MemoryState,
     builder: ContextBuilder,
+    height: int = 900,
     **options: Any,
 ) -> Page:
     path = tmp_path / f"report-{len(list(tmp_path.iterdir()))}.html"
     path.write_text(result.to_html(state, builder, **options), encoding="utf-8")
-    return chromium.open(path)
+    return chromium.open(path, height=height)
 
 
 def scrolled_rows(page: Page) -> list[dict[str, str]]:
@@ -68,9 +70,13 @@ def scrolled_rows(page: Page) -> list[dict[str, str]]:
         """(async () => {
           const viewport = document.getElementById("viewport");
           const seen = new Map();
-          const frame = () => new Promise((r) => requestAnimationFrame(() => r()));
-          viewport.scrollTop = 0;
-          await frame(); await frame();
+          // The page draws rows in the frame after a scroll event: send one at once.
+          const scrollTo = (top) => {
+            viewport.scrollTop = top;
+            viewport.dispatchEvent(new Event("scroll"));
+            return new Promise((r) => requestAnimationFrame(() => r()));
+          };
+          await scrollTo(0);
           for (;;) {
             for (const row of document.querySelectorAll("#rows .row")) {
               seen.set(Number(row.dataset.pos), {id: row.dataset.id, status: row.dataset.status,
@@ -78,8 +84,7 @@ def scrolled_rows(page: Page) -> list[dict[str, str]]:
                 msgStart: row.classList.contains("msg-start")});
             }
             const before = viewport.scrollTop;
-            viewport.scrollTop = before + viewport.clientHeight;
-            await frame(); await frame();
+            await scrollTo(before + viewport.clientHeight);
             if (viewport.scrollTop === before) break;
           }
           return [...seen.entries()].sort((a, b) => a[0] - b[0]).map((e) => e[1]);
@@ -311,6 +316,47 @@ class TestReportInBrowser:
         if os.environ.get("MEMCTX_UPDATE_SCREENSHOT"):
             SCREENSHOT.write_bytes(png)
         assert SCREENSHOT.read_bytes().startswith(b"\x89PNG")
+
+
+class TestLongHistory:
+    def test_every_one_of_hundreds_of_chunks_is_reachable_by_scrolling(
+        self, chromium: Chromium, tmp_path: Path
+    ) -> None:
+        made: list[Chunk] = [chunks.system("rules", id="sys")]
+        for n in range(300):
+            made += [
+                chunks.tool_call("bash", {"n": n}, call_id=f"c{n}", id=f"call{n}"),
+                chunks.tool_result("bash", f"output {n}" * (n % 7), call_id=f"c{n}", id=f"res{n}"),
+            ]
+        state = MemoryState(made)
+        builder = create_builder()
+        result = builder.build(state, max_tokens=1500)
+        page = open_report(chromium, tmp_path, result, state, builder, height=2000)
+
+        assert page.evaluate("document.querySelectorAll('#rows .row').length") < 100
+        rows = scrolled_rows(page)
+
+        assert [r["id"] for r in rows] == [c.id for c in state]
+        set_filter(page, "filter-status", "over_budget")
+        assert [r["id"] for r in scrolled_rows(page)] == list(result.excluded_for("over_budget"))
+        assert page.errors() == []
+
+
+class TestChromiumClient:
+    def test_reports_console_errors_and_uncaught_exceptions(
+        self, chromium: Chromium, tmp_path: Path
+    ) -> None:
+        path = tmp_path / "errors.html"
+        path.write_text(
+            "<!DOCTYPE html><body data-painted=1><script>"
+            "console.error('boom'); null.x;</script></body>"
+        )
+
+        errors = chromium.open(path).errors()
+
+        assert len(errors) == 2
+        assert "boom" in errors[0]
+        assert "TypeError" in errors[1]
 
 
 class TestUntrustedContent:
