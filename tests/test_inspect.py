@@ -10,8 +10,11 @@ from typing import Any
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from histories import agent_histories, build_options
 from memctx import (
+    BudgetExceededError,
     ContextBuilder,
     InspectError,
     MemoryState,
@@ -19,7 +22,7 @@ from memctx import (
     chunks,
     create_builder,
 )
-from memctx._inspect_data import report_data
+from memctx._inspect_data import report_data, unit_key
 from memctx._inspect_page import embed_json
 from memctx._prefix import shared_prefix_tokens
 from strategies import texts
@@ -160,6 +163,41 @@ class TestReportData:
 
         with pytest.raises(InspectError, match="pass that tokenizer"):
             report_data(result, coding_state, create_builder(), title="t", previous=result)
+
+
+class TestReportDataProperties:
+    @settings(max_examples=150, deadline=None)
+    @given(st.data())
+    def test_rows_statuses_units_and_totals_agree_with_any_build(self, data: st.DataObject) -> None:
+        state = data.draw(agent_histories())
+        options = data.draw(build_options(state))
+        builder = create_builder()
+        try:
+            result = builder.build(state, **options)
+        except BudgetExceededError:
+            return
+        report = report_data(result, state, builder, title="t")
+        rows = report["chunks"]
+
+        assert [r["id"] for r in rows] == list(state.ids)
+        assert [r["id"] for r in rows if r["status"] == "included"] == list(
+            result.included_chunk_ids
+        )
+        for row in rows:
+            if row["status"] != "included":
+                assert row["status"] == result.exclusions[row["id"]].reason.value
+        for unit in report["units"]:
+            keys = {unit_key(state.chunks[p]) for p in unit["members"]}
+            assert keys == {(unit["kind"], unit["key"])}
+        in_units = sorted(p for u in report["units"] for p in u["members"])
+        assert in_units == [p for p, c in enumerate(state) if unit_key(c) is not None]
+        by_status = report["totals"]["by_status"]
+        assert sum(t["chunks"] for t in by_status.values()) == len(state)
+        assert by_status.get("included", {"tokens": 0})["tokens"] == sum(
+            result.chunk_tokens[i] for i in result.included_chunk_ids
+        )
+        for n, message in enumerate(report["messages"]):
+            assert [rows[p]["id"] for p in message["chunks"]] == list(result.messages[n].chunk_ids)
 
 
 class TestPage:
