@@ -11,7 +11,7 @@ from memctx._inspect_data import report_data
 from memctx._inspect_page import render_page
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
-from memctx._tokens import Tokenizer
+from memctx.typing import Tokenizer
 
 
 def report_html(

@@ -15,7 +15,7 @@ from memctx._exceptions import InspectError, RendererError
 from memctx._prefix import shared_prefix_tokens
 from memctx._result import ContextBuildResult, ExclusionReason
 from memctx._state import MemoryState
-from memctx._tokens import Tokenizer
+from memctx.typing import Tokenizer
 
 INCLUDED: Final = "included"
 STATUSES: Final = (INCLUDED, *(reason.value for reason in ExclusionReason))
