@@ -22,7 +22,7 @@ from memctx import (
     chunks,
     create_builder,
 )
-from memctx._inspect_data import report_data, unit_key
+from memctx._inspect_data import report_data, row_xml, unit_key
 from memctx._inspect_page import embed_json
 from memctx._prefix import shared_prefix_tokens
 from strategies import texts
@@ -63,7 +63,7 @@ class TestReportData:
 
         for row, chunk in zip(data["chunks"], coding_state, strict=True):
             role, xml = exact_builder.render(chunk)
-            assert (row["role"], row["xml"], row["content"]) == (role, xml, chunk.text)
+            assert (row["role"], row_xml(row), row["content"]) == (role, xml, chunk.text)
             message = result.messages[row["message"]]
             assert chunk.id in message.chunk_ids
             assert xml in message.content
@@ -198,6 +198,28 @@ class TestReportDataProperties:
         )
         for n, message in enumerate(report["messages"]):
             assert [rows[p]["id"] for p in message["chunks"]] == list(result.messages[n].chunk_ids)
+
+
+class TestXmlFields:
+    def test_the_xml_of_a_built_in_chunk_is_stored_around_its_content(
+        self, coding_state: MemoryState, exact_builder: ContextBuilder
+    ) -> None:
+        result = exact_builder.build(coding_state)
+        rows = report_data(result, coding_state, exact_builder, title="t")["chunks"]
+
+        assert all("xml" not in row for row in rows)
+        assert rows[0]["xml_head"] == '<system_context id="sys" priority="1000">\n'
+        assert rows[0]["xml_tail"] == "\n</system_context>"
+
+    def test_xml_that_does_not_hold_the_content_is_stored_whole(
+        self, exact_builder: ContextBuilder
+    ) -> None:
+        state = MemoryState([chunks.user("bad \x00 byte", id="u")])
+        result = exact_builder.build(state)
+        row = report_data(result, state, exact_builder, title="t")["chunks"][0]
+
+        assert row["xml"] == exact_builder.render(state.chunks[0])[1]
+        assert "\ufffd" in row["xml"]
 
 
 class TestPage:

@@ -236,6 +236,38 @@ class TestReportInBrowser:
             assert shown == exact_builder.render(chunk)[1]
         assert page.errors() == []
 
+    def test_arrow_keys_move_the_selection(
+        self,
+        chromium: Chromium,
+        tmp_path: Path,
+        coding_state: MemoryState,
+        exact_builder: ContextBuilder,
+    ) -> None:
+        result = exact_builder.build(coding_state)
+        page = open_report(chromium, tmp_path, result, coding_state, exact_builder)
+        x, y = page.evaluate(
+            """(() => { const r = document.querySelector('#rows .row[data-pos="1"]')
+                 .getBoundingClientRect(); return [r.x + 200, r.y + r.height / 2]; })()"""
+        )
+        for kind in ("mousePressed", "mouseReleased"):  # a real click focuses the list
+            page.send(
+                "Input.dispatchMouseEvent",
+                {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1},
+            )
+
+        for key, code in (("ArrowDown", 40), ("ArrowDown", 40), ("ArrowUp", 38)):
+            for kind in ("keyDown", "keyUp"):
+                page.send(
+                    "Input.dispatchKeyEvent",
+                    {"type": kind, "key": key, "code": key, "windowsVirtualKeyCode": code},
+                )
+        shown = page.evaluate(
+            """[document.querySelector("#detail dd[data-field='id']").textContent,
+                document.querySelector("#rows .row.selected").dataset.id]"""
+        )
+
+        assert shown == [coding_state.chunks[2].id] * 2
+
     def test_units_and_message_boundaries_are_marked(
         self,
         chromium: Chromium,
@@ -420,7 +452,7 @@ class TestUntrustedContent:
             unique_by=lambda pair: pair[0],
         )
     )
-    def test_the_dom_holds_each_content_exactly_as_text(
+    def test_the_dom_holds_each_content_and_its_xml_exactly_as_text(
         self, chromium: Chromium, tmp_path: Path, pairs: list[tuple[str, str]]
     ) -> None:
         state = MemoryState([chunks.tool_result("t", text, id=cid) for cid, text in pairs])
@@ -436,14 +468,22 @@ class TestUntrustedContent:
                 const row = document.querySelector(`#rows .row[data-pos="${pos}"]`);
                 row.click();
                 const content = document.getElementById("detail-content");
+                const xml = document.getElementById("detail-xml").textContent;
                 return [points(row.dataset.id), points(row.querySelector(".c-id").textContent),
-                        points(content.textContent), content.childElementCount];
+                        points(content.textContent), content.childElementCount, points(xml)];
               });
             })()"""
         )
 
         assert code_points == [
-            [list(map(ord, c.id)), list(map(ord, c.id)), list(map(ord, c.text)), 0] for c in state
+            [
+                list(map(ord, c.id)),
+                list(map(ord, c.id)),
+                list(map(ord, c.text)),
+                0,
+                list(map(ord, builder.render(c)[1])),
+            ]
+            for c in state
         ]
         assert page.evaluate("document.title") == "memctx build report"
         assert page.errors() == []

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +110,21 @@ class TestInspect:
         assert compare["previous_max_tokens"] == 500
         assert compare["entered"]
         assert compare["left"] == []
+
+    def test_refuses_to_print_the_page_on_a_terminal(self, tmp_path: Path) -> None:
+        primary, secondary = pty.openpty()
+        try:
+            done = subprocess.run(
+                [sys.executable, "-c", "from memctx.cli import main; main()", "inspect",
+                 str(EXAMPLE)],
+                stdout=secondary, stderr=subprocess.PIPE, timeout=120, check=False,
+            )  # fmt: skip
+        finally:
+            os.close(secondary)
+            os.close(primary)
+
+        assert done.returncode == 1
+        assert done.stderr.decode().startswith("memctx: error: the report is an HTML page")
 
     def test_bad_input_is_one_line(self, run: Any, tmp_path: Path) -> None:
         failed(run("inspect", tmp_path / "missing.json"), "missing.json")

@@ -32,6 +32,12 @@ _output_option = click.option(
 )
 
 
+def _check_output(output: Path | None) -> None:
+    """Refuse to print a page (megabytes at 10,000 chunks) onto a terminal."""
+    if output is None and click.get_text_stream("stdout").isatty():
+        fail("the report is an HTML page: give -o FILE, or redirect stdout to a file")
+
+
 def _emit(page: str, output: Path | None) -> None:
     if output is None:
         click.echo(page, nl=False)
@@ -76,6 +82,7 @@ def inspect(
     compare_max_tokens: int | None,
 ) -> None:
     """Write an HTML report of the build of STATE_FILE: every chunk, why it is in or out."""
+    _check_output(output)
     state = load_state(state_file)
     builder = create_builder(create_tokenizer(model))
     options: dict[str, Any] = {
@@ -178,6 +185,7 @@ def thread_inspect(
     last: int | None,
 ) -> None:
     """Write an HTML report of a build of THREAD_ID's visible chunks (nothing is recorded)."""
+    _check_output(output)
     builder = create_builder(create_tokenizer(model))
     context = click.get_current_context()
     with open_store() as store:

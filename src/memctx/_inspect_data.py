@@ -50,6 +50,34 @@ def check_matches(result: ContextBuildResult, state: MemoryState, what: str = "r
     raise InspectError(f"the {what} was not built from this state ({detail})")
 
 
+def escape_text(text: str) -> str:
+    """XML text escaping as the page's script repeats it (``escapeText`` in report.js)."""
+    return (
+        text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\r", "&#13;")
+    )
+
+
+def xml_fields(xml: str, content: str) -> dict[str, str]:
+    """The XML as ``xml``, or, when it holds the escaped content, as the parts around it.
+
+    The page rebuilds ``xml_head + escape_text(content) + xml_tail``, which is
+    exactly ``xml`` by construction, so a report does not carry every content twice.
+    """
+    escaped = escape_text(content)
+    at = xml.rfind(escaped) if escaped else -1
+    if at < 0:
+        return {"xml": xml}
+    return {"xml_head": xml[:at], "xml_tail": xml[at + len(escaped) :]}
+
+
+def row_xml(row: dict[str, Any]) -> str:
+    """A row's XML, whichever way it is stored (see :func:`xml_fields`)."""
+    if "xml" in row:
+        found: str = row["xml"]
+        return found
+    return str(row["xml_head"]) + escape_text(row["content"]) + str(row["xml_tail"])
+
+
 def _render(builder: ContextBuilder, chunk: Chunk) -> tuple[str, str]:
     try:
         role, xml = builder.render(chunk)
@@ -78,6 +106,7 @@ def chunk_rows(
             exclusion = exclusions[chunk.id]
             status = exclusion.reason.value
             tokens = exclusion.tokens if exclusion.tokens is not None else tokens
+        content = chunk.text
         key = unit_key(chunk)
         unit = None
         if key is not None:
@@ -100,8 +129,8 @@ def chunk_rows(
                 "priority": chunk.priority,
                 "created_at": chunk.created_at.isoformat(),
                 "metadata": chunk.metadata.to_dict(),
-                "content": chunk.text,
-                "xml": xml,
+                "content": content,
+                **xml_fields(xml, content),
             }
         )
     return rows, units

@@ -24,6 +24,11 @@
     return whole > 0 ? Math.max(0, Math.min(100, (100 * part) / whole)) : 0;
   }
   const isIn = (c) => c.status === "included";
+  // A chunk's XML is stored whole, or as the parts around its escaped content
+  // (escaped exactly as escape_text in _inspect_data.py does).
+  const escapeText = (s) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;")
+    .replace(/>/g, "&gt;").replace(/\r/g, "&#13;");
+  const xmlOf = (c) => (c.xml !== undefined ? c.xml : c.xml_head + escapeText(c.content) + c.xml_tail);
 
   // -- summary and budget -------------------------------------------------------------
   const b = data.build;
@@ -230,7 +235,7 @@
     row.appendChild(el("span", "c-tag", c.tag));
     row.appendChild(el("span", "c-role", c.role));
     const msg = el("span", "c-msg", c.message === null ? "" :
-      (messageStart[p] >= 0 ? "\u25b8 " : "") + "msg " + (c.message + 1));
+      (messageStart[p] >= 0 ? "\u25b8 " : "") + (c.message + 1));
     row.appendChild(msg);
     const tokens = el("span", "c-tokens");
     const track = el("span", "track");
@@ -264,6 +269,19 @@
     if (!frame) frame = requestAnimationFrame(() => { frame = 0; render(); });
   });
   window.addEventListener("resize", render);
+  // Up and down move the selection through the rows shown, Home and End jump.
+  viewport.tabIndex = 0;
+  viewport.addEventListener("keydown", (event) => {
+    const steps = { ArrowDown: 1, ArrowUp: -1, PageDown: 20, PageUp: -20 };
+    if (!visible.length) return;
+    let index = visible.indexOf(selected);
+    if (event.key in steps) index = Math.max(0, Math.min(visible.length - 1, index + steps[event.key]));
+    else if (event.key === "Home") index = 0;
+    else if (event.key === "End") index = visible.length - 1;
+    else return;
+    event.preventDefault();
+    select(visible[index], true);
+  });
   rowsBox.addEventListener("click", (event) => {
     const row = event.target.closest(".row");
     if (row) select(Number(row.dataset.pos), false);
@@ -310,16 +328,19 @@
     if (Object.keys(c.metadata).length) field("metadata", JSON.stringify(c.metadata));
     box.appendChild(dl);
     box.appendChild(el("h2", null, isIn(c) ? "XML as sent" : "XML (not sent)"));
-    const xml = el("pre", null, c.xml);
+    const xml = el("pre", null, xmlOf(c));
     xml.id = "detail-xml";
     box.appendChild(xml);
     box.appendChild(el("h2", null, "content"));
     const content = el("pre", null, c.content);
     content.id = "detail-content";
     box.appendChild(content);
-    if (scroll) {
-      const index = visible.indexOf(p);
-      if (index >= 0) viewport.scrollTop = Math.max(0, index * ROW - viewport.clientHeight / 3);
+    const index = scroll ? visible.indexOf(p) : -1;
+    if (index >= 0) {
+      const top = index * ROW;
+      if (top < viewport.scrollTop || top + ROW > viewport.scrollTop + viewport.clientHeight) {
+        viewport.scrollTop = Math.max(0, top - viewport.clientHeight / 3);
+      }
     }
     render();
   }
