@@ -7,6 +7,7 @@ build's summary goes to stderr.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ _output_option = click.option(
 
 def _check_output(output: Path | None) -> None:
     """Refuse to print a page (megabytes at 10,000 chunks) onto a terminal."""
-    if output is None and click.get_text_stream("stdout").isatty():
+    if output is None and sys.stdout.isatty():
         fail("the report is an HTML page: give -o FILE, or redirect stdout to a file")
 
 
