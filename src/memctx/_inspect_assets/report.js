@@ -2,6 +2,7 @@
 // The build report's page. Every text from the data (chunk content, ids, metadata)
 // enters the DOM through textContent or an attribute value, never as markup.
 (function () {
+  performance.mark("memctx-start"); // the page is parsed; the data is not yet
   const data = JSON.parse(document.getElementById("memctx-data").textContent);
   const chunks = data.chunks;
   const units = data.units;
@@ -18,7 +19,8 @@
     return e;
   }
   function fmt(value) {
-    return value === null || value === undefined ? "\u2013" : Number(value).toLocaleString("en-US");
+    if (value === null || value === undefined) return "\u2013";
+    return String(value).replace(/\B(?=(\d{3})+(?!\d))/g, ","); // 12,345 (no Intl start-up)
   }
   function pct(part, whole) {
     return whole > 0 ? Math.max(0, Math.min(100, (100 * part) / whole)) : 0;
