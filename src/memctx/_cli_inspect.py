@@ -16,13 +16,14 @@ import click
 from click.core import ParameterSource
 
 from memctx._builder import ContextBuilder, create_builder
+from memctx._cli_errors import fail, friendly_errors
 from memctx._cli_options import build_options_without_format
 from memctx._inspect import report_html
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
 from memctx._tokens import create_tokenizer
 from memctx.statefile import load_state, write_text_atomic
-from memctx.store._cli_common import db_option, fail, friendly, note, open_store
+from memctx.store._cli_common import db_option, note, open_store
 
 _output_option = click.option(
     "-o",
@@ -70,7 +71,7 @@ def _compare_note(result: ContextBuildResult, previous: ContextBuildResult, labe
     default=None,
     help="Build the compared state (--compare, else STATE_FILE) with this budget instead.",
 )
-@friendly
+@friendly_errors
 def inspect(
     state_file: Path,
     max_tokens: int | None,
@@ -174,7 +175,7 @@ _RECORDED = {"max_tokens": "--max-tokens", "reserve_tokens": "--reserve", "strat
     "budget, reserve and strategy come from the recorded context.built events.",
 )
 @db_option
-@friendly
+@friendly_errors
 def thread_inspect(
     thread_id: str,
     max_tokens: int | None,

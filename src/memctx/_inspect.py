@@ -6,20 +6,19 @@ is made in :mod:`memctx._inspect_data` and its HTML in :mod:`memctx._inspect_pag
 
 from __future__ import annotations
 
-from memctx._builder import ContextBuilder, create_builder
 from memctx._inspect_data import report_data
 from memctx._inspect_page import render_page
-from memctx._result import ContextBuildResult
+from memctx._inspect_types import BuildReport, ChunkXml
 from memctx._state import MemoryState
 from memctx.typing import Tokenizer
 
 
 def report_html(
-    result: ContextBuildResult,
+    result: BuildReport,
     state: MemoryState,
-    builder: ContextBuilder | None = None,
+    builder: ChunkXml,
     *,
-    previous: ContextBuildResult | None = None,
+    previous: BuildReport | None = None,
     previous_state: MemoryState | None = None,
     previous_label: str = "the previous build",
     tokenizer: Tokenizer | None = None,
@@ -27,16 +26,15 @@ def report_html(
 ) -> str:
     """The report of ``result`` (a build of ``state``) as one HTML page.
 
-    ``builder`` renders each chunk's XML: pass the one that built ``result``
-    (a default builder otherwise). With ``previous`` (an earlier build of the
-    same history) the page also shows what entered and left since then and
-    how many leading tokens the two requests share, counted with
-    ``tokenizer`` (default: the builder's), which must be the one both builds
-    counted with. ``previous_state``, when given, names the chunks that left
-    and are no longer in ``state``. Raises :class:`~memctx.InspectError` when
-    a result does not report on exactly its state's chunks.
+    ``builder`` renders each chunk's XML: pass the one that built ``result``.
+    With ``previous`` (an earlier build of the same history) the page also
+    shows what entered and left since then and how many leading tokens the
+    two requests share, counted with ``tokenizer`` (default: the builder's),
+    which must be the one both builds counted with. ``previous_state``, when
+    given, names the chunks that left and are no longer in ``state``. Raises
+    :class:`~memctx.InspectError` when a result does not report on exactly
+    its state's chunks.
     """
-    builder = builder if builder is not None else create_builder()
     if title is None:
         title = "memctx build report" + (f": {state.thread_id}" if state.thread_id else "")
     data = report_data(

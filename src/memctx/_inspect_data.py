@@ -1,6 +1,7 @@
 """What the build inspector shows, as plain JSON: every chunk, the units, messages, totals.
 
-Only public attributes of the result, the state and the builder are read.
+Only public attributes of the result, the state and the builder are read (see
+:mod:`memctx._inspect_types`).
 """
 
 from __future__ import annotations
@@ -9,16 +10,14 @@ import re
 from collections.abc import Sequence
 from typing import Any, Final
 
-from memctx._builder import ContextBuilder
 from memctx._chunk import Chunk, ChunkType
 from memctx._exceptions import InspectError, RendererError
+from memctx._inspect_types import BuildReport, ChunkXml
 from memctx._prefix import shared_prefix_tokens
-from memctx._result import ContextBuildResult, ExclusionReason
 from memctx._state import MemoryState
 from memctx.typing import Tokenizer
 
 INCLUDED: Final = "included"
-STATUSES: Final = (INCLUDED, *(reason.value for reason in ExclusionReason))
 _TAG = re.compile(r"<([^\s/>!?]+)")
 _CALLS: Final = frozenset({"tool_call", "skill_call"})
 _RESULTS: Final = frozenset({"tool_result", "skill_result"})
@@ -38,7 +37,7 @@ def unit_key(chunk: Chunk) -> tuple[str, str] | None:
     return None
 
 
-def check_matches(result: ContextBuildResult, state: MemoryState, what: str = "result") -> None:
+def check_matches(result: BuildReport, state: MemoryState, what: str = "result") -> None:
     """Raise :class:`InspectError` unless ``result`` reports on exactly ``state``'s chunks."""
     reported = set(result.included_chunk_ids) | set(result.excluded_chunk_ids)
     ids = [chunk.id for chunk in state]
@@ -78,7 +77,7 @@ def row_xml(row: dict[str, Any]) -> str:
     return str(row["xml_head"]) + escape_text(row["content"]) + str(row["xml_tail"])
 
 
-def _render(builder: ContextBuilder, chunk: Chunk) -> tuple[str, str]:
+def _render(builder: ChunkXml, chunk: Chunk) -> tuple[str, str]:
     try:
         role, xml = builder.render(chunk)
     except RendererError as exc:
@@ -87,7 +86,7 @@ def _render(builder: ContextBuilder, chunk: Chunk) -> tuple[str, str]:
 
 
 def chunk_rows(
-    result: ContextBuildResult, state: MemoryState, builder: ContextBuilder
+    result: BuildReport, state: MemoryState, builder: ChunkXml
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """One row per chunk in state order, and the units (``members`` are row positions)."""
     message_of = {cid: n for n, m in enumerate(result.messages) for cid in m.chunk_ids}
@@ -104,7 +103,7 @@ def chunk_rows(
             status = INCLUDED
         else:
             exclusion = exclusions[chunk.id]
-            status = exclusion.reason.value
+            status = str(exclusion.reason)
             tokens = exclusion.tokens if exclusion.tokens is not None else tokens
         content = chunk.text
         key = unit_key(chunk)
@@ -158,11 +157,11 @@ def totals(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             status["unmeasured"] += 1
         else:
             status["tokens"] += row["tokens"]
-    ordered = {s: by_status[s] for s in STATUSES if s in by_status}
+    ordered = dict(sorted(by_status.items(), key=lambda item: (item[0] != INCLUDED, item[0])))
     return {"by_type": dict(sorted(by_type.items())), "by_status": ordered}
 
 
-def messages(result: ContextBuildResult, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def messages(result: BuildReport, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each message: its role, the row positions of its chunks, its length in characters."""
     position = {row["id"]: n for n, row in enumerate(rows)}
     return [
@@ -176,9 +175,9 @@ def messages(result: ContextBuildResult, rows: Sequence[dict[str, Any]]) -> list
 
 
 def comparison(
-    result: ContextBuildResult,
+    result: BuildReport,
     rows: list[dict[str, Any]],
-    previous: ContextBuildResult,
+    previous: BuildReport,
     previous_state: MemoryState | None,
     tokenizer: Tokenizer,
     label: str,
@@ -224,12 +223,12 @@ def comparison(
 
 
 def report_data(
-    result: ContextBuildResult,
+    result: BuildReport,
     state: MemoryState,
-    builder: ContextBuilder,
+    builder: ChunkXml,
     *,
     title: str,
-    previous: ContextBuildResult | None = None,
+    previous: BuildReport | None = None,
     previous_state: MemoryState | None = None,
     previous_label: str = "the previous build",
     tokenizer: Tokenizer | None = None,
@@ -254,7 +253,6 @@ def report_data(
             "included": len(result.included_chunk_ids),
             "excluded": len(result.excluded_chunk_ids),
         },
-        "statuses": list(STATUSES),
         "chunks": rows,
         "units": units,
         "messages": messages(result, rows),

@@ -9,7 +9,9 @@ from typing import Any
 import attrs
 
 from memctx._chunk import Chunk
+from memctx._inspect_types import ChunkXml
 from memctx._message import ContextMessage
+from memctx._state import MemoryState
 
 
 class ExclusionReason(enum.StrEnum):
@@ -136,7 +138,7 @@ class ContextBuildResult:
 
         return to_text(self.messages)
 
-    def to_html(self, state: Any, builder: Any = None, **options: Any) -> str:
+    def to_html(self, state: MemoryState, builder: ChunkXml, **options: Any) -> str:
         """The build report as one self-contained HTML page.
 
         ``state`` is the :class:`~memctx.MemoryState` this result was built
