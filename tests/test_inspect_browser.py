@@ -374,6 +374,25 @@ class TestLongHistory:
         assert page.errors() == []
 
 
+class TestEmptyReport:
+    def test_a_state_without_chunks_opens_without_errors(
+        self, chromium: Chromium, tmp_path: Path
+    ) -> None:
+        state = MemoryState([])
+        builder = create_builder()
+        result = builder.build(state, system_prompt="Be brief.")
+        page = open_report(chromium, tmp_path, result, state, builder)
+
+        shown = page.evaluate(
+            """[document.getElementById("shown-count").textContent,
+                document.querySelectorAll("#message-list li").length,
+                document.querySelectorAll("#rows .row").length]"""
+        )
+
+        assert shown == ["0 of 0 chunks", 1, 0]
+        assert page.errors() == []
+
+
 class TestChromiumClient:
     def test_reports_console_errors_and_uncaught_exceptions(
         self, chromium: Chromium, tmp_path: Path

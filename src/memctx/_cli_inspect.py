@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
@@ -24,6 +24,9 @@ from memctx._state import MemoryState
 from memctx._tokens import create_tokenizer
 from memctx.statefile import load_state, write_text_atomic
 from memctx.store._cli_common import db_option, note, open_store
+
+if TYPE_CHECKING:
+    from memctx.store._store import MemoryStore
 
 _output_option = click.option(
     "-o",
@@ -115,7 +118,7 @@ def inspect(
     _emit(page, output)
 
 
-def _recorded_builds(store: Any, thread_id: str, last: int) -> list[Mapping[str, Any]]:
+def _recorded_builds(store: MemoryStore, thread_id: str, last: int) -> list[Mapping[str, Any]]:
     events = store.events(thread_id, "context.built")
     if len(events) < last:
         fail(
