@@ -86,6 +86,19 @@ class TestInspect:
             900, 100, "priority",
         )  # fmt: skip
 
+    def test_has_every_option_of_memctx_build_but_format(self) -> None:
+        from memctx._cli_inspect import inspect
+        from memctx.cli import build
+        from memctx.store.cli import build as thread_build
+        from memctx.store.cli import thread_inspect
+
+        def names(command: Any) -> set[str]:
+            return {param.name for param in command.params}
+
+        assert names(inspect) >= names(build) - {"output_format"}
+        assert "output_format" not in names(inspect)
+        assert names(thread_inspect) >= names(thread_build) - {"output_format"}
+
     def test_compare_with_an_earlier_state_of_the_history(self, run: Any, tmp_path: Path) -> None:
         state = load_state(EXAMPLE)
         earlier = tmp_path / "earlier.json"
