@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
+from collections.abc import Iterator
 
 import pytest
 
+from chromium import Chromium, find_chromium
 from memctx import ContextBuilder, MemoryState, chunks, create_builder, create_tokenizer
 from memctx._tokens import EstimatingTokenizer, TiktokenTokenizer
 
@@ -64,3 +67,19 @@ def coding_state() -> MemoryState:
         ],
         thread_id="t-coding",
     )
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[Chromium]:
+    """One headless Chromium for the session's browser tests.
+
+    Skipped when Chromium is not installed, except under ``CI``, where that fails.
+    """
+    executable = find_chromium()
+    if executable is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed; CI must run the browser tests")
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    browser = Chromium(executable)
+    yield browser
+    browser.close()

@@ -47,6 +47,14 @@ def build_options(func: F) -> F:
     return func
 
 
+def build_options_without_format(func: F) -> F:
+    """The options of :func:`build_options` but ``--format`` (for commands that print no
+    messages)."""
+    for option in reversed(_BUILD_OPTIONS[:-1]):  # --format is the last one
+        func = option(func)
+    return func
+
+
 def result_to_json(result: Any) -> dict[str, Any]:
     """The whole build result as JSON: messages and report."""
     return {

@@ -22,6 +22,7 @@ whose meaning it shares, so code that already catches ``ValueError`` or
     ├── ChatError (ValueError)                a chat agent, message, mode or role map is invalid
     │   └── UnknownAgentError (LookupError)   ... names an agent the chat does not have
     ├── TeamMessageError (TypeError)          a team message, speaker or task is malformed
+    ├── InspectError (ValueError)             a build report was asked of a mismatched state
     └── StoreError                            the persistent store refused an operation
         ├── ThreadNotFoundError (LookupError)
         ├── ThreadExistsError (ValueError)
@@ -184,6 +185,11 @@ class PromptTooLargeError(BudgetExceededError):
 
 class TeamMessageError(MemctxError, TypeError):
     """A team conversation was given a message, speaker or team task it cannot take."""
+
+
+class InspectError(MemctxError, ValueError):
+    """The build inspector was given a result that was not built from the given state,
+    or builds that cannot be compared."""
 
 
 class StoreError(MemctxError):

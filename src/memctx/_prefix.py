@@ -8,9 +8,10 @@ content; after those, the next messages share their opening token, and
 when their roles match, their role, the separator and the tokens their
 contents begin with in common.
 
-The common content tokens are exact for a :class:`~memctx.TiktokenTokenizer`
-(the two contents are encoded and their token ids compared). For any other
-tokenizer only counts are available: the common text is counted and its last
+The common content tokens are exact for a tokenizer whose ``encoding`` is a
+tiktoken encoding, as a :class:`~memctx.TiktokenTokenizer`'s is (the two
+contents are encoded and their token ids compared). For any other tokenizer
+only counts are available: the common text is counted and its last
 token is not credited, since the text that follows may merge with it.
 """
 
@@ -20,7 +21,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memctx._message import ContextMessage
-from memctx._tokens import TiktokenTokenizer
 from memctx.typing import Tokenizer
 
 Message = ContextMessage | Mapping[str, Any]
@@ -33,8 +33,8 @@ def _fields(message: Message) -> tuple[str, str]:
 
 
 def _common_content_tokens(a: str, b: str, tokenizer: Tokenizer) -> int:
-    if isinstance(tokenizer, TiktokenTokenizer):
-        encode = tokenizer.encoding.encode_ordinary
+    encode = getattr(getattr(tokenizer, "encoding", None), "encode_ordinary", None)
+    if callable(encode):  # a tiktoken encoding: compare the token ids themselves
         shared = 0
         for x, y in zip(encode(a), encode(b), strict=False):
             if x != y:

@@ -9,7 +9,9 @@ from typing import Any
 import attrs
 
 from memctx._chunk import Chunk
+from memctx._inspect_types import ChunkXml
 from memctx._message import ContextMessage
+from memctx._state import MemoryState
 
 
 class ExclusionReason(enum.StrEnum):
@@ -135,6 +137,20 @@ class ContextBuildResult:
         from memctx._adapters import to_text
 
         return to_text(self.messages)
+
+    def to_html(self, state: MemoryState, builder: ChunkXml, **options: Any) -> str:
+        """The build report as one self-contained HTML page.
+
+        ``state`` is the :class:`~memctx.MemoryState` this result was built
+        from, ``builder`` the :class:`~memctx.ContextBuilder` that built it.
+        Keywords: ``previous`` (an earlier build of the same history, to show
+        what entered and left and the shared prefix), ``previous_state``,
+        ``previous_label``, ``tokenizer`` (counts the shared prefix) and
+        ``title``; see :func:`memctx._inspect.report_html`.
+        """
+        from memctx._inspect import report_html
+
+        return report_html(self, state, builder, **options)
 
     def summary(self) -> str:
         """A short, readable report for logs."""

@@ -14,6 +14,7 @@ import click
 from memctx._builder import create_builder
 from memctx._cli_chat import chat
 from memctx._cli_errors import fail, friendly_errors
+from memctx._cli_inspect import inspect as inspect_command
 from memctx._cli_options import build_options, print_build_result, result_to_json
 from memctx._cli_team import team as team_commands
 from memctx._tokens import create_tokenizer
@@ -94,6 +95,9 @@ def import_openai(transcript: Path, output: Path, thread_id: str | None, strict:
         click.echo(f"note: message {index} has role {role!r}; kept as a CUSTOM chunk", err=True)
     if report.unanswered_calls:
         click.echo(f"note: {len(report.unanswered_calls)} tool call(s) have no result", err=True)
+
+
+main.add_command(inspect_command)
 
 
 def _register_store_commands() -> None:

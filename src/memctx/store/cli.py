@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import click
 
 from memctx._cli_errors import fail
+from memctx._cli_inspect import thread_inspect
 from memctx._cli_options import build_options, print_build_result
 from memctx.store import _cli_views
 from memctx.store._cli_common import (
@@ -263,6 +264,7 @@ def delete(thread_id: str, yes: bool) -> None:
 
 
 for _command in (
+    thread_inspect,
     _cli_views.truncate,
     _cli_views.clear,
     _cli_views.filter_,

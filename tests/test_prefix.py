@@ -1,0 +1,123 @@
+"""shared_prefix_tokens: the leading tokens two requests have in common."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memctx import ContextMessage, TiktokenTokenizer, create_tokenizer
+from memctx._prefix import shared_prefix_tokens
+from memctx._tokens import EstimatingTokenizer
+
+# Stand-ins for the tokens that open a message, separate its role from its content
+# and close it: together the 3 tokens per message of OpenAI's counting recipe.
+START, SEP, END = -1, -2, -3
+
+
+def request_tokens(messages: list[ContextMessage], tokenizer: TiktokenTokenizer) -> list[int]:
+    """A request as the token sequence the model reads (without the reply priming)."""
+    encode = tokenizer.encoding.encode_ordinary
+    out: list[int] = []
+    for m in messages:
+        out += [START, *encode(m.role), SEP, *encode(m.content), END]
+    return out
+
+
+def common_prefix(a: list[Any], b: list[Any]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def msg(role: str, content: str) -> ContextMessage:
+    return ContextMessage(role, content)  # type: ignore[arg-type]
+
+
+REQUEST = [
+    msg("system", "You are a coding agent."),
+    msg("user", '<user_message id="task">\nFix the test.\n</user_message>'),
+    msg("assistant", '<tool_call id="c1" tool="read_file">\n{"path": "a.py"}\n</tool_call>'),
+]
+
+contents = st.text(alphabet=st.sampled_from(list('ab <>/\n"=_x1')), max_size=40)
+messages = st.lists(
+    st.builds(msg, st.sampled_from(["system", "user", "assistant"]), contents), max_size=4
+)
+
+
+class TestSharedPrefixTokens:
+    def test_identical_requests_share_everything_but_the_reply_priming(
+        self, gpt4o: TiktokenTokenizer
+    ) -> None:
+        expected = gpt4o.count_messages(REQUEST) - gpt4o.count_messages([])
+
+        assert shared_prefix_tokens(REQUEST, REQUEST, gpt4o) == expected
+
+    def test_a_request_that_appends_messages_shares_all_of_the_shorter_one(
+        self, gpt4o: TiktokenTokenizer
+    ) -> None:
+        longer = [*REQUEST, msg("user", "<tool_result>ok</tool_result>")]
+        expected = gpt4o.count_messages(REQUEST) - gpt4o.count_messages([])
+
+        assert shared_prefix_tokens(REQUEST, longer, gpt4o) == expected
+        assert shared_prefix_tokens(longer, REQUEST, gpt4o) == expected
+
+    def test_a_first_message_of_another_role_shares_only_the_opening_token(
+        self, gpt4o: TiktokenTokenizer
+    ) -> None:
+        other_role = [msg("user", "You are a coding agent."), *REQUEST[1:]]
+
+        assert shared_prefix_tokens(REQUEST, other_role, gpt4o) == 1
+
+    def test_a_grown_last_message_shares_its_header_and_common_content_tokens(
+        self, gpt4o: TiktokenTokenizer
+    ) -> None:
+        grown = [*REQUEST[:2], msg("assistant", REQUEST[2].content + "\n<thinking>hm</thinking>")]
+        reference = common_prefix(request_tokens(REQUEST, gpt4o), request_tokens(grown, gpt4o))
+
+        assert shared_prefix_tokens(REQUEST, grown, gpt4o) == reference
+        whole = gpt4o.count_messages(REQUEST[:2]) - gpt4o.count_messages([])
+        assert reference > whole + 2  # more than the whole messages and the header
+
+    def test_takes_message_dicts_too(self, gpt4o: TiktokenTokenizer) -> None:
+        dicts = [m.to_dict() for m in REQUEST]
+
+        assert shared_prefix_tokens(dicts, REQUEST, gpt4o) == shared_prefix_tokens(
+            REQUEST, REQUEST, gpt4o
+        )
+
+    def test_empty_requests_share_nothing(self, gpt4o: TiktokenTokenizer) -> None:
+        assert shared_prefix_tokens([], REQUEST, gpt4o) == 0
+        assert shared_prefix_tokens([], [], gpt4o) == 0
+
+    @settings(max_examples=200, deadline=None)
+    @given(messages, messages)
+    def test_equals_the_common_prefix_of_the_token_sequences(
+        self, a: list[ContextMessage], b: list[ContextMessage]
+    ) -> None:
+        """For tiktoken, exactly the tokens the two requests begin with in common."""
+        tokenizer = create_tokenizer("gpt-4o")
+        assert isinstance(tokenizer, TiktokenTokenizer)
+        reference = common_prefix(request_tokens(a, tokenizer), request_tokens(b, tokenizer))
+
+        assert shared_prefix_tokens(a, b, tokenizer) == reference
+        assert shared_prefix_tokens(b, a, tokenizer) == reference
+
+    @settings(max_examples=100, deadline=None)
+    @given(messages, messages)
+    def test_an_estimate_never_exceeds_either_request(
+        self, a: list[ContextMessage], b: list[ContextMessage]
+    ) -> None:
+        estimator = EstimatingTokenizer()
+        shared = shared_prefix_tokens(a, b, estimator)
+        priming = estimator.count_messages([])
+
+        assert (
+            0 <= shared <= min(estimator.count_messages(a), estimator.count_messages(b)) - priming
+        )
+        assert shared == shared_prefix_tokens(b, a, estimator)
