@@ -73,7 +73,16 @@ def freeze_json(value: object, path: str) -> Any:
     objects may nest at most :data:`~memctx._limits.MAX_JSON_DEPTH` deep, and
     integers have at most :data:`~memctx._limits.MAX_INT_DIGITS` digits.
     """
-    return _freeze(value, path, 0)[0]
+    try:
+        return _freeze(value, path, 0)[0]
+    except _TooDeepError:
+        raise NotJSONError(
+            path, f"arrays and objects nest more than {MAX_JSON_DEPTH} deep"
+        ) from None
+
+
+class _TooDeepError(Exception):
+    """Raised where the nesting limit is crossed; reported for the whole value."""
 
 
 def _freeze(value: object, path: str, level: int) -> tuple[Any, int]:
@@ -89,12 +98,12 @@ def _freeze(value: object, path: str, level: int) -> tuple[Any, int]:
             raise NotJSONError(path, f"{value!r} is not a JSON number")
         return value, 0
     if level >= MAX_JSON_DEPTH:
-        raise NotJSONError(path, f"arrays and objects nest more than {MAX_JSON_DEPTH} deep")
+        raise _TooDeepError
     if isinstance(value, FrozenDict):
         depth = getattr(value, "_depth", None)
         if depth is not None:  # frozen (and measured) already
             if level + depth > MAX_JSON_DEPTH:
-                raise NotJSONError(path, f"arrays and objects nest more than {MAX_JSON_DEPTH} deep")
+                raise _TooDeepError
             return value, depth
     if isinstance(value, Mapping):
         items: dict[str, Any] = {}

@@ -23,6 +23,7 @@ from typing import Any, Generic, TypeAlias, TypeVar
 
 import attrs
 
+from memctx._exceptions import StateFileError
 from memctx._limits import MAX_INT_DIGITS, int_too_large
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "name",
     "non_empty_str",
     "optional",
+    "state_file_error",
 ]
 
 T = TypeVar("T")
@@ -65,6 +67,11 @@ def _size(value: object) -> str:
         return f"{len(value)} items"  # type: ignore[arg-type]
     except TypeError:
         return "a long repr"
+
+
+def state_file_error(field: str, message: str) -> Exception:
+    """An :data:`ErrorFactory` for a field of a state or snapshot document."""
+    return StateFileError(message, field=field)
 
 
 def message_error(error: Callable[[str], Exception]) -> ErrorFactory:
@@ -117,8 +124,7 @@ class _StrValidator(_Validator[str]):
 
     def check(self, value: object, field: str) -> str:
         if not isinstance(value, str):
-            kind = "a non-empty string" if self.non_empty else "a string"
-            raise self.error(field, f"must be {kind}, got {type(value).__name__}")
+            raise self.error(field, f"must be a string, got {type(value).__name__}")
         if self.non_empty and not (value if self.blank_ok else value.strip()):
             empty = "empty" if self.blank_ok else "empty or blank"
             raise self.error(field, f"must not be {empty}, got {describe(value)}")

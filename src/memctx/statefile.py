@@ -49,7 +49,7 @@ from memctx._exceptions import (
 )
 from memctx._json import JSONTextError, parse_json_text, thaw_json
 from memctx._state import MemoryState
-from memctx._validators import non_empty_str, optional
+from memctx._validators import non_empty_str, optional, state_file_error
 
 __all__ = [
     "FORMAT_VERSION",
@@ -70,9 +70,7 @@ _CHUNK_FIELDS: Final = frozenset(
     {"id", "type", "role", "action", "subtype", "content", "metadata", "priority", "created_at"}
 )
 _METADATA_FIELDS: Final = frozenset(f.name for f in attrs.fields(ChunkMetadata))
-_THREAD_ID: Final = optional(
-    non_empty_str(lambda field, message: StateFileError(message, field=field))
-)
+_THREAD_ID: Final = optional(non_empty_str(state_file_error))
 
 
 def chunk_to_dict(chunk: Chunk) -> dict[str, Any]:

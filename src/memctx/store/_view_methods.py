@@ -10,6 +10,7 @@ from sqlmodel import col, select
 from memctx._builder import ContextBuilder
 from memctx._chunk import Chunk, ChunkType
 from memctx._exceptions import ViewOperationError
+from memctx._validators import is_bool, message_error
 from memctx.store import _views
 from memctx.store._base import StoreBase
 from memctx.store._queries import check_payload, check_thread_id, get_thread
@@ -107,8 +108,7 @@ class ViewMethods(StoreBase):
 
     def clear(self, thread_id: str, *, keep_system: bool = True) -> int:
         """Hide every visible chunk, or every one but the SYSTEM chunks; return the new batch."""
-        if not isinstance(keep_system, bool):
-            raise ViewOperationError(f"keep_system must be a bool, got {keep_system!r}")
+        is_bool(message_error(ViewOperationError)).check(keep_system, "keep_system")
         return self._change(
             thread_id,
             "clear",
