@@ -137,11 +137,12 @@ class TestImportSnapshot:
             (("store", "batches", 1, "operation"), "\ud800", "lone surrogates"),
             (("store", "batch"), 10**5000, "must be an int from 0 to 1"),
             (("store", "history", 0, "seq"), 10**5000, "sequences have no gaps"),
+            (("store", "history", 0, "chunk", "id"), "a\x00b", r"history\[0\]\.chunk\.id: .*NUL"),
         ],
         ids=[
             "content-depth", "history-depth", "params-depth", "content-int", "params-int",
             "priority-2**31", "history-priority-2**63", "history-id-1MB", "operation-nul",
-            "operation-surrogate", "batch-huge-int", "seq-huge-int",
+            "operation-surrogate", "batch-huge-int", "seq-huge-int", "history-id-nul",
         ],
     )  # fmt: skip
     def test_a_document_beyond_a_limit_is_refused_before_anything_is_written(
@@ -180,6 +181,17 @@ class TestImportSnapshot:
 
         with pytest.raises(StateFileError, match=message):
             store.import_snapshot(text, thread_id="copy")
+        assert db_rows() == before
+
+    def test_a_state_file_of_a_chunk_no_database_holds_is_refused(
+        self, db_rows: Rows, store: MemoryStore
+    ) -> None:
+        document = {"version": 1, "thread_id": "t", "chunks": [chunk_to_dict(chunks.user("x"))]}
+        document["chunks"][0]["id"] = "a\ud800"
+        before = db_rows()
+
+        with pytest.raises(StateFileError, match=r"chunks\[0\]\.id: .*lone surrogate"):
+            store.import_snapshot(document)
         assert db_rows() == before
 
     def test_a_snapshot_at_every_limit_imports_unchanged(

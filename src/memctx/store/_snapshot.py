@@ -33,7 +33,8 @@ from typing import Any, Final
 import attrs
 from sqlmodel import Session, col, select
 
-from memctx._exceptions import StateFileError, UnsupportedVersionError
+from memctx._chunk import Chunk
+from memctx._exceptions import InvalidChunkError, StateFileError, UnsupportedVersionError
 from memctx._json import NotJSONError, freeze_json, thaw_json
 from memctx._limits import MAX_KIND_LENGTH, NAME_FORBIDDEN
 from memctx._state import MemoryState
@@ -147,6 +148,14 @@ _OPERATION: Final = name(
 )
 
 
+def _storable(chunk: Chunk, where: str) -> dict[str, Any]:
+    """The chunk's column values; a chunk no database can hold is a :class:`StateFileError`."""
+    try:
+        return chunk_values(chunk)
+    except InvalidChunkError as exc:
+        raise _fail(str(exc).split(": ", 1)[-1], f"{where}.{exc.field}") from None
+
+
 def _object(value: object, field: str, allowed: frozenset[str]) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise _fail(f"must be an object, got {type(value).__name__}", field)
@@ -168,7 +177,7 @@ def parse_snapshot(data: object) -> Snapshot:
     if "store" not in data:
         return Snapshot(
             thread_id=state.thread_id,
-            chunks=[("append", chunk_values(chunk)) for chunk in state],
+            chunks=[("append", _storable(chunk, f"chunks[{i}]")) for i, chunk in enumerate(state)],
             chunk_batches=[0] * len(state),
             batches=[
                 {
@@ -244,7 +253,7 @@ def _parse_history(
                 f"{where}.chunk.id",
             )
         seen[chunk.id] = index + 1
-        chunks.append((entry["origin"], chunk_values(chunk)))
+        chunks.append((entry["origin"], _storable(chunk, f"{where}.chunk")))
     return chunks, batches
 
 
@@ -291,7 +300,7 @@ def _check_visible(
     if view is not None:
         seqs = list(view) + [s for s in appended if s > batch["base_seq"]]
     expected = [chunks[s - 1][1] for s in seqs]
-    if [chunk_values(c) for c in state] != expected:
+    if [_storable(c, f"chunks[{i}]") for i, c in enumerate(state)] != expected:
         raise _fail(
             "do not match what the store section's current batch shows "
             "(the snapshot was edited or is corrupt)",
