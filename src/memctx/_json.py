@@ -112,7 +112,8 @@ def _freeze(value: object, path: str, level: int) -> tuple[Any, int]:
             if not isinstance(key, str):
                 raise NotJSONError(path, f"object keys must be strings, got {type(key).__name__}")
             items[key], depth = _freeze(item, f"{path}.{key}", level + 1)
-            deepest = max(deepest, depth)
+            if depth > deepest:
+                deepest = depth
         frozen = FrozenDict(items)
         object.__setattr__(frozen, "_depth", deepest + 1)
         return frozen, deepest + 1
@@ -122,7 +123,8 @@ def _freeze(value: object, path: str, level: int) -> tuple[Any, int]:
         for i, item in enumerate(value):
             element, depth = _freeze(item, f"{path}[{i}]", level + 1)
             elements.append(element)
-            deepest = max(deepest, depth)
+            if depth > deepest:
+                deepest = depth
         return tuple(elements), deepest + 1
     raise NotJSONError(path, f"{type(value).__name__} is not a JSON value")
 

@@ -85,28 +85,42 @@ def message_error(error: Callable[[str], Exception]) -> ErrorFactory:
 
 @attrs.frozen(repr=False)
 class _Validator(Generic[T]):
-    """A check: an attrs validator, and ``check(value, field)`` for plain arguments."""
+    """A check: an attrs validator, and ``check(value, field)`` for plain arguments.
+
+    Subclasses say what is wrong with a value in :meth:`problem` (``None``: nothing);
+    the field's name is only put together when there is a problem.
+    """
 
     error: ErrorFactory = attrs.field(kw_only=True)
     prefix: str = attrs.field(default="", kw_only=True)
 
     def __call__(self, instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-        self.check(value, self.prefix + attribute.name)
+        message = self.problem(value)
+        if message is not None:
+            raise self.error(self.prefix + attribute.name, message)
 
     def check(self, value: object, field: str) -> T:
         """Return ``value`` if it passes, else raise the error for ``field``."""
-        raise NotImplementedError
+        message = self.problem(value)
+        if message is not None:
+            raise self.error(field, message)
+        return value  # type: ignore[return-value]  # problem() is None: it is a T
 
-    def fail(self, field: str, message: str, value: object) -> Exception:
-        return self.error(field, f"{message}, got {describe(value)}")
+    def problem(self, value: object) -> str | None:
+        """What is wrong with ``value``, or ``None``."""
+        raise NotImplementedError
 
 
 @attrs.frozen(repr=False)
 class _BoolValidator(_Validator[bool]):
-    def check(self, value: object, field: str) -> bool:
-        if not isinstance(value, bool):
-            raise self.fail(field, "must be a bool", value)
-        return value
+    def __call__(self, instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if value is not True and value is not False:  # the common case without a call
+            super().__call__(instance, attribute, value)
+
+    def problem(self, value: object) -> str | None:
+        if isinstance(value, bool):
+            return None
+        return f"must be a bool, got {describe(value)}"
 
     def __repr__(self) -> str:
         return "<is_bool validator>"
@@ -122,26 +136,22 @@ class _StrValidator(_Validator[str]):
     forbidden: re.Pattern[str] | None
     forbidden_name: str
 
-    def check(self, value: object, field: str) -> str:
+    def problem(self, value: object) -> str | None:
         if not isinstance(value, str):
-            raise self.error(field, f"must be a string, got {type(value).__name__}")
+            return f"must be a string, got {type(value).__name__}"
         if self.non_empty and not (value if self.blank_ok else value.strip()):
             empty = "empty" if self.blank_ok else "empty or blank"
-            raise self.error(field, f"must not be {empty}, got {describe(value)}")
+            return f"must not be {empty}, got {describe(value)}"
         if self.max_length is not None and len(value) > self.max_length:
-            raise self.error(
-                field,
-                f"must have at most {self.max_length} characters, got {len(value)}",
-            )
+            return f"must have at most {self.max_length} characters, got {len(value)}"
         if self.forbidden is not None:
             found = self.forbidden.search(value)
             if found is not None:
-                raise self.error(
-                    field,
+                return (
                     f"must not contain {self.forbidden_name}, got {describe(found.group())} "
-                    f"at position {found.start()}",
+                    f"at position {found.start()}"
                 )
-        return value
+        return None
 
     def __repr__(self) -> str:
         parts = ["non-empty" if self.non_empty else "any"]
@@ -161,14 +171,15 @@ class _IntRangeValidator(_Validator[int]):
     minimum: int | None
     maximum: int | None
 
-    def check(self, value: object, field: str) -> int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self.fail(field, f"must be {self._kind()}", value)
-        if (self.minimum is not None and value < self.minimum) or (
-            self.maximum is not None and value > self.maximum
+    def problem(self, value: object) -> str | None:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int)
+            or (self.minimum is not None and value < self.minimum)
+            or (self.maximum is not None and value > self.maximum)
         ):
-            raise self.fail(field, f"must be {self._kind()}", value)
-        return value
+            return f"must be {self._kind()}, got {describe(value)}"
+        return None
 
     def _kind(self) -> str:
         low, high = self.minimum, self.maximum
@@ -193,8 +204,12 @@ class _OptionalValidator(_Validator[T | None]):
 
     inner: _Validator[T]
 
-    def check(self, value: object, field: str) -> T | None:
-        return None if value is None else self.inner.check(value, field)
+    def __call__(self, instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if value is not None:
+            self.inner(instance, attribute, value)
+
+    def problem(self, value: object) -> str | None:
+        return None if value is None else self.inner.problem(value)
 
     def __repr__(self) -> str:
         return f"<optional validator for {self.inner!r} or None>"
