@@ -317,3 +317,39 @@ class TestViewOperations:
             call(store, thread)
         assert len(str(caught.value)) < 300
         assert db_rows() == before
+
+
+class TestApplyView:
+    @pytest.mark.parametrize(
+        ("arguments", "error", "message"),
+        [
+            ({"operation": 5}, ViewOperationError, "operation must be a string"),
+            ({"operation": " "}, ViewOperationError, "operation must not be empty"),
+            ({"operation": "k" * 256}, StoreArgumentError, "at most 255 characters"),
+            ({"operation": "a\ud800"}, StoreArgumentError, "lone surrogates"),
+            ({"operation": "op", "params": {"d": nested(5000)}}, StoreArgumentError, "nest more"),
+            ({"operation": "op", "events": [("k", {"n": 10**4300})]}, StoreArgumentError,
+             "more than 4300 digits"),
+            ({"operation": "op", "events": [("k\x00", {})]}, StoreArgumentError,
+             "control characters"),
+            ({"operation": "op", "events": [nested(3000)]}, StoreArgumentError,
+             "a \\(kind, payload\\) pair"),
+        ],
+        ids=["operation-int", "operation-blank", "operation-long", "operation-surrogate",
+             "params-deep", "event-int", "event-kind-nul", "event-deep"],
+    )  # fmt: skip
+    def test_arguments_beyond_the_limits_are_refused_before_anything_is_written(
+        self,
+        db_rows: Rows,
+        store: MemoryStore,
+        thread: str,
+        arguments: dict[str, Any],
+        error: type[Exception],
+        message: str,
+    ) -> None:
+        before = db_rows()
+
+        with pytest.raises(error, match=message) as caught:
+            store.apply_view(thread, [chunks.user("x", id="new")], **arguments)
+        assert len(str(caught.value)) < 300
+        assert db_rows() == before

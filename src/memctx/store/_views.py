@@ -263,11 +263,13 @@ def place_chunks(
 def check_events(events: object) -> list[tuple[str, Mapping[str, Any]]]:
     """Events to record: ``(kind, payload)`` pairs, each checked by :func:`check_payload`."""
     if isinstance(events, str | bytes | Mapping) or not isinstance(events, Iterable):
-        raise StoreArgumentError(f"events must be (kind, payload) pairs, got {events!r}")
+        raise StoreArgumentError(f"events must be (kind, payload) pairs, got {describe(events)}")
     checked: list[tuple[str, Mapping[str, Any]]] = []
     for event in events:
         if not isinstance(event, tuple | list) or len(event) != 2:
-            raise StoreArgumentError(f"an event must be a (kind, payload) pair, got {event!r}")
+            raise StoreArgumentError(
+                f"an event must be a (kind, payload) pair, got {describe(event)}"
+            )
         kind, payload = event
         check_payload(kind, payload)
         checked.append((kind, payload))
