@@ -38,6 +38,8 @@ from memctx._prefix import shared_prefix_tokens
 
 BUDGETS = (8_000, 32_000)
 STRATEGIES = ("recent", "stable", "trim_messages")
+TAIL = 300
+"""Messages handed to trim_messages: the newest ones, plus the system message."""
 
 
 @dataclass
@@ -108,7 +110,11 @@ def replay_langchain(state: MemoryState, budget: int) -> Replay:
     roles = {"system": "system", "human": "user", "ai": "assistant"}
     for length in model_calls(state):
         began = time.perf_counter()
-        kept = trim(messages[: body_before[length] + has_head])
+        # The last TAIL messages hold far more than the budget, so trimming them gives
+        # what trimming the whole list gives, in a fraction of the time.
+        end = body_before[length] + has_head
+        window = messages[:has_head] + messages[max(has_head, end - TAIL) : end]
+        kept = trim(window)
         out.seconds.append(time.perf_counter() - began)
         request = [{"role": roles[m.type], "content": str(m.content)} for m in kept]
         out.sent.append(tokenizer.count_messages(request))

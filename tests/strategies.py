@@ -19,6 +19,7 @@ import attrs
 from hypothesis import strategies as st
 
 from memctx import Chunk, ChunkMetadata, ChunkType, MemoryState, chunks
+from memctx._limits import PRIORITY_MAX, PRIORITY_MIN
 
 # -- text ------------------------------------------------------------------------------------
 
@@ -144,7 +145,8 @@ fixed_offsets: Final = st.one_of(
 aware_datetimes: Final = st.datetimes(timezones=fixed_offsets)
 """Timezone-aware datetimes with fixed UTC offsets (which serialise exactly)."""
 
-priorities: Final = st.integers(min_value=-(2**63), max_value=2**63)
+priorities: Final = st.integers(min_value=PRIORITY_MIN, max_value=PRIORITY_MAX)
+"""Every priority a chunk accepts (a signed 32-bit int)."""
 counts: Final = st.integers(min_value=0, max_value=2**53)
 
 # -- chunks ----------------------------------------------------------------------------------

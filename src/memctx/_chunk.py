@@ -12,6 +12,8 @@ import attrs
 
 from memctx._exceptions import InvalidChunkError
 from memctx._json import FrozenDict, NotJSONError, freeze_json
+from memctx._limits import MAX_CHUNK_ID_LENGTH, MAX_KIND_LENGTH, PRIORITY_MAX, PRIORITY_MIN
+from memctx._validators import describe, int_in_range, is_bool, non_empty_str, optional
 
 Role: TypeAlias = Literal["system", "user", "assistant"]
 """A chat role, as chat-completion APIs name them."""
@@ -46,36 +48,10 @@ def _utcnow() -> _dt.datetime:
     return _dt.datetime.now(_dt.UTC)
 
 
-def _check_optional_str(field: str, value: object) -> None:
-    if value is not None and (not isinstance(value, str) or not value):
-        raise InvalidChunkError(field, f"must be a non-empty string or None, got {value!r}")
-
-
-def _validate_metadata_str(
-    instance: object, attribute: attrs.Attribute[Any], value: object
-) -> None:
-    _check_optional_str(f"metadata.{attribute.name}", value)
-
-
-def _validate_optional_bool(
-    instance: object, attribute: attrs.Attribute[Any], value: object
-) -> None:
-    if value is not None and not isinstance(value, bool):
-        raise InvalidChunkError(f"metadata.{attribute.name}", f"must be a bool, got {value!r}")
-
-
-def _validate_bool(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, bool):
-        raise InvalidChunkError(f"metadata.{attribute.name}", f"must be a bool, got {value!r}")
-
-
-def _validate_optional_int(
-    instance: object, attribute: attrs.Attribute[Any], value: object
-) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-        raise InvalidChunkError(
-            f"metadata.{attribute.name}", f"must be a non-negative int, got {value!r}"
-        )
+_metadata_str: Final = optional(non_empty_str(InvalidChunkError, prefix="metadata."))
+_metadata_bool: Final = is_bool(InvalidChunkError, prefix="metadata.")
+_metadata_optional_bool: Final = optional(_metadata_bool)
+_metadata_count: Final = optional(int_in_range(InvalidChunkError, 0, prefix="metadata."))
 
 
 def _freeze_custom(value: object) -> FrozenDict:
@@ -99,20 +75,20 @@ class ChunkMetadata:
     data (renderers may read it; the built-ins do not render it).
     """
 
-    tool: str | None = attrs.field(default=None, validator=_validate_metadata_str)
-    skill: str | None = attrs.field(default=None, validator=_validate_metadata_str)
-    call_id: str | None = attrs.field(default=None, validator=_validate_metadata_str)
-    status: str | None = attrs.field(default=None, validator=_validate_metadata_str)
-    subagent_id: str | None = attrs.field(default=None, validator=_validate_metadata_str)
-    agent_type: str | None = attrs.field(default=None, validator=_validate_metadata_str)
-    parent_agent_id: str | None = attrs.field(default=None, validator=_validate_metadata_str)
-    success: bool | None = attrs.field(default=None, validator=_validate_optional_bool)
-    error: bool | None = attrs.field(default=None, validator=_validate_optional_bool)
-    reason: str | None = attrs.field(default=None, validator=_validate_metadata_str)
-    terminated_by: str | None = attrs.field(default=None, validator=_validate_metadata_str)
-    original_count: int | None = attrs.field(default=None, validator=_validate_optional_int)
-    compacted_at: int | None = attrs.field(default=None, validator=_validate_optional_int)
-    pinned: bool = attrs.field(default=False, validator=_validate_bool)
+    tool: str | None = attrs.field(default=None, validator=_metadata_str)
+    skill: str | None = attrs.field(default=None, validator=_metadata_str)
+    call_id: str | None = attrs.field(default=None, validator=_metadata_str)
+    status: str | None = attrs.field(default=None, validator=_metadata_str)
+    subagent_id: str | None = attrs.field(default=None, validator=_metadata_str)
+    agent_type: str | None = attrs.field(default=None, validator=_metadata_str)
+    parent_agent_id: str | None = attrs.field(default=None, validator=_metadata_str)
+    success: bool | None = attrs.field(default=None, validator=_metadata_optional_bool)
+    error: bool | None = attrs.field(default=None, validator=_metadata_optional_bool)
+    reason: str | None = attrs.field(default=None, validator=_metadata_str)
+    terminated_by: str | None = attrs.field(default=None, validator=_metadata_str)
+    original_count: int | None = attrs.field(default=None, validator=_metadata_count)
+    compacted_at: int | None = attrs.field(default=None, validator=_metadata_count)
+    pinned: bool = attrs.field(default=False, validator=_metadata_bool)
     custom: FrozenDict = attrs.field(factory=FrozenDict, converter=_freeze_custom)
 
     def to_dict(self) -> dict[str, Any]:
@@ -145,7 +121,7 @@ def _convert_type(value: object) -> ChunkType:
         except ValueError:
             pass
     known = ", ".join(t.value for t in ChunkType)
-    raise InvalidChunkError("type", f"unknown chunk type {value!r}; known types: {known}")
+    raise InvalidChunkError("type", f"unknown chunk type {describe(value)}; known types: {known}")
 
 
 def _freeze_content(value: object) -> Any:
@@ -155,23 +131,16 @@ def _freeze_content(value: object) -> Any:
         raise InvalidChunkError(exc.path, exc.message) from None
 
 
-def _validate_id(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidChunkError("id", f"must be a non-empty string, got {value!r}")
+_check_id: Final = non_empty_str(InvalidChunkError, blank_ok=False, max_length=MAX_CHUNK_ID_LENGTH)
+_check_kind: Final = optional(non_empty_str(InvalidChunkError, max_length=MAX_KIND_LENGTH))
+_check_priority: Final = int_in_range(InvalidChunkError, PRIORITY_MIN, PRIORITY_MAX)
 
 
 def _validate_role(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value is not None and (not isinstance(value, str) or value not in ROLES):
-        raise InvalidChunkError("role", f"unknown role {value!r}; expected one of {sorted(ROLES)}")
-
-
-def _validate_str(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    _check_optional_str(attribute.name, value)
-
-
-def _validate_priority(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidChunkError("priority", f"must be an int, got {value!r}")
+        raise InvalidChunkError(
+            "role", f"unknown role {describe(value)}; expected one of {sorted(ROLES)}"
+        )
 
 
 def _validate_metadata(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -181,7 +150,9 @@ def _validate_metadata(instance: object, attribute: attrs.Attribute[Any], value:
 
 def _validate_created_at(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if not isinstance(value, _dt.datetime) or value.tzinfo is None:
-        raise InvalidChunkError("created_at", f"must be a timezone-aware datetime, got {value!r}")
+        raise InvalidChunkError(
+            "created_at", f"must be a timezone-aware datetime, got {describe(value)}"
+        )
 
 
 @attrs.frozen(cache_hash=True)
@@ -197,12 +168,12 @@ class Chunk:
 
     type: ChunkType = attrs.field(converter=_convert_type)
     content: Any = attrs.field(converter=_freeze_content)
-    id: str = attrs.field(factory=new_chunk_id, validator=_validate_id)
+    id: str = attrs.field(factory=new_chunk_id, validator=_check_id)
     role: Role | None = attrs.field(default=None, validator=_validate_role)
-    action: str | None = attrs.field(default=None, validator=_validate_str)
-    subtype: str | None = attrs.field(default=None, validator=_validate_str)
+    action: str | None = attrs.field(default=None, validator=_check_kind)
+    subtype: str | None = attrs.field(default=None, validator=_check_kind)
     metadata: ChunkMetadata = attrs.field(default=_EMPTY_METADATA, validator=_validate_metadata)
-    priority: int = attrs.field(default=0, validator=_validate_priority)
+    priority: int = attrs.field(default=0, validator=_check_priority)
     created_at: _dt.datetime = attrs.field(factory=_utcnow, validator=_validate_created_at)
 
     @property

@@ -12,6 +12,8 @@ import math
 from collections.abc import Mapping
 from typing import Any, NoReturn, TypeAlias
 
+from memctx._limits import MAX_INT_DIGITS, MAX_JSON_DEPTH, int_too_large
+
 JSONValue: TypeAlias = (
     "str | int | float | bool | Mapping[str, JSONValue] | tuple[JSONValue, ...] | list[Any] | None"
 )
@@ -24,8 +26,9 @@ class FrozenDict(dict[str, Any]):
     natively; every mutating method raises :class:`TypeError`.
     """
 
-    __slots__ = ("_hash",)
+    __slots__ = ("_depth", "_hash")
     _hash: int
+    _depth: int  # how deep its arrays and objects nest (itself included), set by freeze_json
 
     def _readonly(self, *args: object, **kwargs: object) -> NoReturn:
         raise TypeError("chunk content and metadata are immutable")
@@ -66,25 +69,63 @@ class NotJSONError(ValueError):
 def freeze_json(value: object, path: str) -> Any:
     """Return ``value`` as an immutable JSON value, or raise :class:`NotJSONError`.
 
-    ``path`` names the value in error messages (``content.args[2]``).
+    ``path`` names the value in error messages (``content.args[2]``). Arrays and
+    objects may nest at most :data:`~memctx._limits.MAX_JSON_DEPTH` deep, and
+    integers have at most :data:`~memctx._limits.MAX_INT_DIGITS` digits.
     """
-    if value is None or isinstance(value, str | bool | int):
-        return value
+    try:
+        return _freeze(value, path, 0)[0]
+    except _TooDeepError:
+        raise NotJSONError(
+            path, f"arrays and objects nest more than {MAX_JSON_DEPTH} deep"
+        ) from None
+
+
+class _TooDeepError(Exception):
+    """Raised where the nesting limit is crossed; reported for the whole value."""
+
+
+def _freeze(value: object, path: str, level: int) -> tuple[Any, int]:
+    """The frozen value and how deep its arrays and objects nest; ``level`` encloses it."""
+    if value is None or isinstance(value, str | bool):
+        return value, 0
+    if isinstance(value, int):
+        if int_too_large(value):
+            raise NotJSONError(path, f"an integer has more than {MAX_INT_DIGITS} digits")
+        return value, 0
     if isinstance(value, float):
         if not math.isfinite(value):
             raise NotJSONError(path, f"{value!r} is not a JSON number")
-        return value
+        return value, 0
+    if level >= MAX_JSON_DEPTH:
+        raise _TooDeepError
     if isinstance(value, FrozenDict):
-        return value
+        depth = getattr(value, "_depth", None)
+        if depth is not None:  # frozen (and measured) already
+            if level + depth > MAX_JSON_DEPTH:
+                raise _TooDeepError
+            return value, depth
     if isinstance(value, Mapping):
         items: dict[str, Any] = {}
+        deepest = 0
         for key, item in value.items():
             if not isinstance(key, str):
                 raise NotJSONError(path, f"object keys must be strings, got {type(key).__name__}")
-            items[key] = freeze_json(item, f"{path}.{key}")
-        return FrozenDict(items)
+            items[key], depth = _freeze(item, f"{path}.{key}", level + 1)
+            if depth > deepest:
+                deepest = depth
+        frozen = FrozenDict(items)
+        object.__setattr__(frozen, "_depth", deepest + 1)
+        return frozen, deepest + 1
     if isinstance(value, list | tuple):
-        return tuple(freeze_json(item, f"{path}[{i}]") for i, item in enumerate(value))
+        elements = []
+        deepest = 0
+        for i, item in enumerate(value):
+            element, depth = _freeze(item, f"{path}[{i}]", level + 1)
+            elements.append(element)
+            if depth > deepest:
+                deepest = depth
+        return tuple(elements), deepest + 1
     raise NotJSONError(path, f"{type(value).__name__} is not a JSON value")
 
 
@@ -100,3 +141,30 @@ def thaw_json(value: Any) -> Any:
 def dumps(value: Any) -> str:
     """Serialise a JSON value the way chunk content is rendered: non-ASCII kept as is."""
     return json.dumps(value, ensure_ascii=False)
+
+
+class JSONTextError(ValueError):
+    """JSON text that cannot be parsed; ``message`` says why and where."""
+
+
+def parse_json_text(text: str | bytes | bytearray) -> Any:
+    """Parse JSON text, raising :class:`JSONTextError` (never anything else) when it is bad.
+
+    Besides syntax errors: bytes that are not UTF-8, nesting too deep for the
+    parser (arrays and objects are checked against the limit where the value
+    is used), and integers of more than :data:`~memctx._limits.MAX_INT_DIGITS` digits.
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise JSONTextError(
+            f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
+    except UnicodeDecodeError as exc:
+        raise JSONTextError(f"not valid UTF-8: {exc.reason} at byte {exc.start}") from None
+    except RecursionError:
+        raise JSONTextError(f"arrays and objects nest more than {MAX_JSON_DEPTH} deep") from None
+    except ValueError as exc:  # an integer too long to convert
+        if "integer string conversion" in str(exc):
+            raise JSONTextError(f"an integer has more than {MAX_INT_DIGITS} digits") from None
+        raise JSONTextError(f"not valid JSON: {exc}") from None

@@ -10,6 +10,7 @@ import attrs
 from memctx._chunk import ChunkType
 from memctx._exceptions import BuildOptionError
 from memctx.typing import Tokenizer
+from memctx.xml import sanitize
 
 Strategy: TypeAlias = Literal["recent", "stable", "priority", "in_order"]
 STRATEGIES: Final[tuple[str, ...]] = ("recent", "stable", "priority", "in_order")
@@ -89,6 +90,11 @@ def _check_prompt(instance: object, attribute: attrs.Attribute[Any], value: obje
         raise BuildOptionError("system_prompt", f"must be a string, got {type(value).__name__}")
 
 
+def _clean_prompt(value: object) -> Any:
+    """Characters XML forbids become U+FFFD, as in chunks: the messages stay encodable."""
+    return sanitize(value) if isinstance(value, str) else value
+
+
 @attrs.frozen(kw_only=True)
 class BuildOptions:
     """How to build: the budget, what to include, and how to choose when it does not all fit.
@@ -101,7 +107,8 @@ class BuildOptions:
     ``tokenizer``
         Counts tokens; the builder's default (chars/4 estimate) when ``None``.
     ``system_prompt``
-        Text that opens the leading system message, before any SYSTEM chunk.
+        Text that opens the leading system message, before any SYSTEM chunk
+        (characters XML forbids replaced by U+FFFD).
     ``include_system`` / ``include_environment`` / ``exclude_types`` / ``include_only_chunk_ids``
         Filters; a filtered chunk is reported with the option that removed it.
     ``pinned_chunk_ids``
@@ -119,7 +126,9 @@ class BuildOptions:
     max_tokens: int | None = attrs.field(default=None, validator=_positive_or_none)
     reserve_tokens: int = attrs.field(default=0, validator=_non_negative)
     tokenizer: Tokenizer | None = attrs.field(default=None, validator=_check_tokenizer)
-    system_prompt: str | None = attrs.field(default=None, validator=_check_prompt)
+    system_prompt: str | None = attrs.field(
+        default=None, converter=_clean_prompt, validator=_check_prompt
+    )
     include_system: bool = attrs.field(default=True, validator=_bool)
     include_environment: bool = attrs.field(default=True, validator=_bool)
     exclude_types: frozenset[ChunkType] = attrs.field(default=None, converter=_types)

@@ -22,6 +22,8 @@ from typing import Any
 
 from memctx._chunk import Chunk, ChunkMetadata, ChunkType, Role, new_chunk_id
 from memctx._exceptions import InvalidChunkError
+from memctx._limits import MAX_KIND_LENGTH
+from memctx._validators import is_bool, is_str, non_empty_str
 
 __all__ = [
     "assistant",
@@ -48,23 +50,11 @@ __all__ = [
 ]
 
 
-def _text(field: str, value: object) -> str:
-    if not isinstance(value, str):
-        raise InvalidChunkError(field, f"must be a string, got {type(value).__name__}")
-    return value
-
-
-def _name(field: str, value: object) -> str:
-    """A required name (tool, skill, sub-agent id, ...): a non-empty string."""
-    if not isinstance(value, str) or not value:
-        raise InvalidChunkError(field, f"must be a non-empty string, got {value!r}")
-    return value
-
-
-def _flag(field: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise InvalidChunkError(field, f"must be a bool, got {value!r}")
-    return value
+_text = is_str(InvalidChunkError).check
+_name = non_empty_str(InvalidChunkError).check
+"""A required name (tool, skill, sub-agent id, ...): a non-empty string."""
+_flag = is_bool(InvalidChunkError).check
+_kind = non_empty_str(InvalidChunkError, max_length=MAX_KIND_LENGTH).check
 
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
@@ -113,7 +103,7 @@ def system(
     """System context: ``<system_context>``, always in the leading system message."""
     return _make(
         ChunkType.SYSTEM,
-        _text("text", text),
+        _text(text, "text"),
         id=id,
         priority=priority,
         pinned=pinned,
@@ -134,7 +124,7 @@ def user(
     """A user turn: ``<user_message role="user">``."""
     return _make(
         ChunkType.AGENT,
-        _text("text", text),
+        _text(text, "text"),
         id=id,
         priority=priority,
         pinned=pinned,
@@ -156,7 +146,7 @@ def assistant(
     """An assistant turn: ``<assistant_response role="assistant">``."""
     return _make(
         ChunkType.AGENT,
-        _text("text", text),
+        _text(text, "text"),
         id=id,
         priority=priority,
         pinned=pinned,
@@ -178,7 +168,7 @@ def clarification(
     """A question the assistant asks back: ``<assistant_clarification action="clarification">``."""
     return _make(
         ChunkType.AGENT,
-        _text("text", text),
+        _text(text, "text"),
         id=id,
         priority=priority,
         pinned=pinned,
@@ -211,7 +201,7 @@ def tool_call(
         custom=custom,
         created_at=created_at,
         action="tool_call",
-        tool=_name("tool", tool),
+        tool=_name(tool, "tool"),
         call_id=call_id,
         status=status,
     )
@@ -239,7 +229,7 @@ def skill_call(
         custom=custom,
         created_at=created_at,
         action="skill_call",
-        skill=_name("skill", skill),
+        skill=_name(skill, "skill"),
         call_id=call_id,
         status=status,
     )
@@ -266,8 +256,8 @@ def spawn_subagent(
         custom=custom,
         created_at=created_at,
         action="spawn_subagent",
-        subagent_id=_name("subagent_id", subagent_id),
-        agent_type=_name("agent_type", agent_type),
+        subagent_id=_name(subagent_id, "subagent_id"),
+        agent_type=_name(agent_type, "agent_type"),
     )
 
 
@@ -284,14 +274,14 @@ def message_to_subagent(
     """A further message to a running sub-agent."""
     return _make(
         ChunkType.DELEGATION,
-        _text("text", text),
+        _text(text, "text"),
         id=id,
         priority=priority,
         pinned=pinned,
         custom=custom,
         created_at=created_at,
         action="message_to_subagent",
-        subagent_id=_name("subagent_id", subagent_id),
+        subagent_id=_name(subagent_id, "subagent_id"),
     )
 
 
@@ -316,8 +306,8 @@ def subagent_result(
         custom=custom,
         created_at=created_at,
         action="subagent_result",
-        subagent_id=_name("subagent_id", subagent_id),
-        success=_flag("success", success),
+        subagent_id=_name(subagent_id, "subagent_id"),
+        success=_flag(success, "success"),
     )
 
 
@@ -334,14 +324,14 @@ def parent_agent_message(
     """An instruction from the agent that spawned this one."""
     return _make(
         ChunkType.DELEGATION,
-        _text("text", text),
+        _text(text, "text"),
         id=id,
         priority=priority,
         pinned=pinned,
         custom=custom,
         created_at=created_at,
         action="parent_agent_message",
-        parent_agent_id=_name("parent_agent_id", parent_agent_id),
+        parent_agent_id=_name(parent_agent_id, "parent_agent_id"),
     )
 
 
@@ -367,9 +357,9 @@ def tool_result(
         custom=custom,
         created_at=created_at,
         action="tool_result",
-        tool=_name("tool", tool),
+        tool=_name(tool, "tool"),
         call_id=call_id,
-        success=_flag("success", success),
+        success=_flag(success, "success"),
     )
 
 
@@ -387,14 +377,14 @@ def tool_error(
     """A failed tool call: ``<tool_result success="false" error="true">``."""
     return _make(
         ChunkType.ENVIRONMENT,
-        _text("error", error),
+        _text(error, "error"),
         id=id,
         priority=priority,
         pinned=pinned,
         custom=custom,
         created_at=created_at,
         action="tool_result",
-        tool=_name("tool", tool),
+        tool=_name(tool, "tool"),
         call_id=call_id,
         success=False,
         error=True,
@@ -423,9 +413,9 @@ def skill_result(
         custom=custom,
         created_at=created_at,
         action="skill_result",
-        skill=_name("skill", skill),
+        skill=_name(skill, "skill"),
         call_id=call_id,
-        success=_flag("success", success),
+        success=_flag(success, "success"),
     )
 
 
@@ -451,7 +441,7 @@ def progress_summary(
         compacted_at = (compacted_at - _EPOCH) // _dt.timedelta(milliseconds=1)
     return _make(
         ChunkType.WORKING_FLOW,
-        _text("text", text),
+        _text(text, "text"),
         id=id,
         priority=priority,
         pinned=pinned,
@@ -499,7 +489,7 @@ def thinking(
     """The agent's reasoning: ``<thinking subtype="THINKING">``."""
     return _make(
         ChunkType.WORKING_FLOW,
-        _text("text", text),
+        _text(text, "text"),
         id=id,
         priority=priority,
         pinned=pinned,
@@ -521,7 +511,7 @@ def user_intervention(
     """The user stepping in mid-task: ``<user_intervention subtype="USER">``."""
     return _make(
         ChunkType.WORKING_FLOW,
-        _text("text", text),
+        _text(text, "text"),
         id=id,
         priority=priority,
         pinned=pinned,
@@ -544,7 +534,7 @@ def task_completed(
     """The task is done: content ``{"result": .., "summary": ..}`` (summary only when given)."""
     content: dict[str, Any] = {"result": result}
     if summary is not None:
-        content["summary"] = _text("summary", summary)
+        content["summary"] = _text(summary, "summary")
     return _make(
         ChunkType.OUTPUT,
         content,
@@ -577,7 +567,7 @@ def task_abandoned(
         custom=custom,
         created_at=created_at,
         action="task_abandoned",
-        reason=_text("reason", reason),
+        reason=_text(reason, "reason"),
     )
 
 
@@ -594,14 +584,14 @@ def task_terminated(
     """Someone (``terminated_by``) stopped the task."""
     return _make(
         ChunkType.OUTPUT,
-        _text("text", text),
+        _text(text, "text"),
         id=id,
         priority=priority,
         pinned=pinned,
         custom=custom,
         created_at=created_at,
         action="task_terminated",
-        terminated_by=_name("terminated_by", terminated_by),
+        terminated_by=_name(terminated_by, "terminated_by"),
     )
 
 
@@ -630,5 +620,5 @@ def custom(
         custom=custom,
         created_at=created_at,
         role=role,
-        subtype=_text("kind", kind),
+        subtype=_kind(kind, "kind"),
     )

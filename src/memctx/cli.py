@@ -6,7 +6,6 @@ and exits non-zero (2 for usage, 1 for bad data); never a traceback.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
@@ -17,6 +16,7 @@ from memctx._cli_errors import fail, friendly_errors
 from memctx._cli_inspect import inspect as inspect_command
 from memctx._cli_options import build_options, print_build_result, result_to_json
 from memctx._cli_team import team as team_commands
+from memctx._json import JSONTextError, parse_json_text
 from memctx._tokens import create_tokenizer
 from memctx.statefile import load_state, save_state, write_text_atomic
 
@@ -83,9 +83,9 @@ def import_openai(transcript: Path, output: Path, thread_id: str | None, strict:
     from memctx.importers import load_openai_transcript
 
     try:
-        data = json.loads(transcript.read_bytes())
-    except json.JSONDecodeError as exc:
-        fail(f"{transcript}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
+        data = parse_json_text(transcript.read_bytes())
+    except JSONTextError as exc:
+        fail(f"{transcript}: {exc}")
     state, report = load_openai_transcript(
         data, thread_id=thread_id, unknown_roles="error" if strict else "keep"
     )

@@ -10,7 +10,6 @@ with ``unknown_roles="error"`` they raise :class:`~memctx.TranscriptError`.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -19,7 +18,9 @@ import attrs
 from memctx import chunks
 from memctx._chunk import Chunk
 from memctx._exceptions import InvalidChunkError, TranscriptError
+from memctx._json import JSONTextError, NotJSONError, dumps, freeze_json, parse_json_text
 from memctx._state import MemoryState
+from memctx._validators import describe
 
 __all__ = ["ImportReport", "import_openai_messages", "load_openai_transcript"]
 
@@ -41,24 +42,44 @@ def _content_text(content: Any, index: int) -> str:
         return content
     if isinstance(content, list):  # content parts
         texts = []
-        for part in content:
+        for position, part in enumerate(content):
             if isinstance(part, Mapping) and part.get("type") == "text":
-                texts.append(str(part.get("text", "")))
+                text = part.get("text", "")
+                if not isinstance(text, str):
+                    raise TranscriptError(
+                        f"content[{position}].text must be a string, got {describe(text)}",
+                        index=index,
+                    )
+                texts.append(text)
             else:
-                texts.append(json.dumps(part, ensure_ascii=False))
+                try:
+                    texts.append(dumps(freeze_json(part, f"content[{position}]")))
+                except NotJSONError as exc:
+                    raise TranscriptError(str(exc), index=index) from None
         return "\n".join(texts)
     raise TranscriptError(
-        f"content must be a string, a list of parts or null, got {content!r}", index=index
+        f"content must be a string, a list of parts or null, got {describe(content)}",
+        index=index,
     )
 
 
 def _arguments(raw: Any) -> Any:
+    """Arguments given as JSON text, parsed; text that is not JSON (or is JSON beyond the
+    limits of a chunk's content) is kept as the text it is."""
     if isinstance(raw, str):
         try:
-            return json.loads(raw)
-        except json.JSONDecodeError:
+            return freeze_json(parse_json_text(raw), "arguments")
+        except (JSONTextError, NotJSONError):
             return raw
     return raw
+
+
+def _name(message: Mapping[str, Any], index: int) -> str:
+    """The message's ``name``, ``unknown`` when it has none."""
+    name = message.get("name") or "unknown"
+    if not isinstance(name, str):
+        raise TranscriptError(f"'name' must be a string, got {describe(name)}", index=index)
+    return name
 
 
 def import_openai_messages(
@@ -105,12 +126,11 @@ def import_openai_messages(
                 call_id = message.get("tool_call_id")
                 if not isinstance(call_id, str) or not call_id:
                     raise TranscriptError("a 'tool' message needs a 'tool_call_id'", index=index)
-                tool = tool_names.get(call_id) or str(message.get("name") or "unknown")
+                tool = tool_names.get(call_id) or _name(message, index)
                 answered.add(call_id)
                 result.append(chunks.tool_result(tool, text, call_id=call_id, id=base))
             elif role == "function":
-                name = str(message.get("name") or "unknown")
-                result.append(chunks.tool_result(name, text, id=base))
+                result.append(chunks.tool_result(_name(message, index), text, id=base))
             else:
                 if unknown_roles == "error":
                     raise TranscriptError(f"unknown role {role!r}", index=index)

@@ -47,8 +47,9 @@ from memctx._exceptions import (
     StateFileError,
     UnsupportedVersionError,
 )
-from memctx._json import thaw_json
+from memctx._json import JSONTextError, parse_json_text, thaw_json
 from memctx._state import MemoryState
+from memctx._validators import non_empty_str, optional, state_file_error
 
 __all__ = [
     "FORMAT_VERSION",
@@ -69,6 +70,7 @@ _CHUNK_FIELDS: Final = frozenset(
     {"id", "type", "role", "action", "subtype", "content", "metadata", "priority", "created_at"}
 )
 _METADATA_FIELDS: Final = frozenset(f.name for f in attrs.fields(ChunkMetadata))
+_THREAD_ID: Final = optional(non_empty_str(state_file_error))
 
 
 def chunk_to_dict(chunk: Chunk) -> dict[str, Any]:
@@ -161,11 +163,7 @@ def state_from_dict(data: object) -> MemoryState:
             f"{FORMAT_VERSION}",
             field="version",
         )
-    thread_id = data.get("thread_id")
-    if thread_id is not None and (not isinstance(thread_id, str) or not thread_id):
-        raise StateFileError(
-            f"must be a non-empty string or null, got {_json_type(thread_id)}", field="thread_id"
-        )
+    thread_id = _THREAD_ID.check(data.get("thread_id"), "thread_id")
     raw_chunks = data.get("chunks")
     if not isinstance(raw_chunks, list):
         raise StateFileError(f"must be an array, got {_json_type(raw_chunks)}", field="chunks")
@@ -203,15 +201,15 @@ def escape_surrogates(json_text: str) -> str:
 
 
 def parse_json(text: str | bytes | bytearray) -> Any:
-    """Parse JSON text, raising :class:`StateFileError` with the position of a syntax error."""
+    """Parse JSON text, raising :class:`StateFileError` with the position of a syntax error.
+
+    Bytes that are not UTF-8, nesting too deep to parse and integers too long
+    to convert are a :class:`StateFileError` too.
+    """
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise StateFileError(
-            f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-        ) from None
-    except UnicodeDecodeError as exc:
-        raise StateFileError(f"not valid UTF-8: {exc.reason} at byte {exc.start}") from None
+        return parse_json_text(text)
+    except JSONTextError as exc:
+        raise StateFileError(str(exc)) from None
 
 
 def loads_state(text: str | bytes) -> MemoryState:

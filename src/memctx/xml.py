@@ -19,11 +19,12 @@ reports them per chunk in ``ContextBuildResult.replaced_characters``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Final
 
 from lxml import etree
+
+from memctx._limits import XML_FORBIDDEN
 
 __all__ = [
     "FORBIDDEN_XML_CHARS",
@@ -35,7 +36,7 @@ __all__ = [
     "sanitize",
 ]
 
-FORBIDDEN_XML_CHARS: Final = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+FORBIDDEN_XML_CHARS: Final = XML_FORBIDDEN
 """Matches one character that XML 1.0 does not allow in a document."""
 
 REPLACEMENT_CHARACTER: Final = "\ufffd"

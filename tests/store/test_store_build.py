@@ -229,7 +229,7 @@ class TestEvents:
     @pytest.mark.parametrize(
         ("kind", "payload", "message"),
         [
-            ("", {}, "kind must be a non-empty string"),
+            ("", {}, "kind must not be empty"),
             ("x", [1, 2], "payload must be a JSON object"),
             ("x", {"when": object()}, "not JSON"),
             ("x", {"n": float("nan")}, "not JSON"),

@@ -293,8 +293,8 @@ class TestFilter:
             ({}, "at least one of"),
             ({"roles": ["tool"]}, "unknown role 'tool'"),
             ({"types": ["NOPE"]}, "unknown chunk type"),
-            ({"contains": [""]}, "non-empty strings"),
-            ({"excludes": [3]}, "non-empty strings"),
+            ({"contains": [""]}, r"contains\[0\] must not be empty"),
+            ({"excludes": [3]}, r"excludes\[0\] must be a string"),
         ],
     )
     def test_bad_filters_are_refused_and_change_nothing(

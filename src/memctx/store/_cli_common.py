@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -56,13 +55,13 @@ def note(message: str) -> None:
 
 
 def read_json(source: str) -> Any:
+    from memctx._json import JSONTextError, parse_json_text
+
     raw = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
     try:
-        return json.loads(raw)
-    except json.JSONDecodeError as exc:
-        fail(f"{source}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
-    except UnicodeDecodeError as exc:
-        fail(f"{source}: not valid UTF-8: {exc.reason} at byte {exc.start}")
+        return parse_json_text(raw)
+    except JSONTextError as exc:
+        fail(f"{source}: {exc}")
 
 
 def chunks_from_json(data: Any) -> list[Chunk]:

@@ -17,7 +17,9 @@ from memctx._exceptions import (
     StoreError,
     ThreadNotFoundError,
 )
-from memctx._json import freeze_json, thaw_json
+from memctx._json import NotJSONError, freeze_json, thaw_json
+from memctx._limits import MAX_KIND_LENGTH, MAX_THREAD_ID_LENGTH, NAME_FORBIDDEN
+from memctx._validators import message_error, name
 from memctx.store._schema import (
     CHUNKS,
     BatchRow,
@@ -33,7 +35,6 @@ from memctx.store._schema import (
     row_values,
 )
 
-MAX_THREAD_ID_LENGTH: Final = 255
 _IN_CHUNK: Final = 500  # values per IN (...) list: well under every backend's parameter limit
 
 # The statements of the hot paths, built once (Core: rows, not ORM objects).
@@ -59,19 +60,28 @@ _THREAD_OF_CHUNK: Final = (
 )
 
 
+_THREAD_ID: Final = name(
+    message_error(StoreArgumentError),
+    max_length=MAX_THREAD_ID_LENGTH,
+    forbidden=NAME_FORBIDDEN,
+    forbidden_name="control characters or lone surrogates",
+)
+_EVENT_KIND: Final = name(
+    message_error(StoreArgumentError),
+    max_length=MAX_KIND_LENGTH,
+    forbidden=NAME_FORBIDDEN,
+    forbidden_name="control characters or lone surrogates",
+)
+
+
 def check_thread_id(thread_id: object) -> str:
     """Return ``thread_id`` if it is a usable thread id, else raise :class:`StoreArgumentError`."""
-    if not isinstance(thread_id, str):
-        raise StoreArgumentError(f"a thread id must be a string, got {type(thread_id).__name__}")
-    if not thread_id.strip():
-        raise StoreArgumentError("a thread id must not be empty or blank")
-    if len(thread_id) > MAX_THREAD_ID_LENGTH:
-        raise StoreArgumentError(
-            f"a thread id has at most {MAX_THREAD_ID_LENGTH} characters, got {len(thread_id)}"
-        )
-    if any(ord(c) < 32 or 0xD800 <= ord(c) <= 0xDFFF for c in thread_id):
-        raise StoreArgumentError(f"a thread id must not contain control characters: {thread_id!r}")
-    return thread_id
+    return _THREAD_ID.check(thread_id, "a thread id")
+
+
+def check_event_kind(kind: object) -> str:
+    """Return ``kind`` if it is a usable event kind, else raise :class:`StoreArgumentError`."""
+    return _EVENT_KIND.check(kind, "an event kind")
 
 
 def get_thread(session: Session, thread_id: str, *, lock: bool = False) -> ThreadRow:
@@ -336,16 +346,14 @@ def new_batch(
 
 def check_payload(kind: object, payload: object) -> tuple[str, str]:
     """An event's kind and its payload as JSON text, or :class:`StoreArgumentError`."""
-    if not isinstance(kind, str) or not kind.strip():
-        raise StoreArgumentError(f"an event kind must be a non-empty string, got {kind!r}")
+    kind = check_event_kind(kind)
     if not isinstance(payload, Mapping):
         raise StoreArgumentError(
             f"an event payload must be a JSON object, got {type(payload).__name__}"
         )
     try:
-        freeze_json(payload, "payload")
-        return kind, dump_json(payload)
-    except (TypeError, ValueError) as exc:
+        return kind, dump_json(freeze_json(payload, "payload"))
+    except NotJSONError as exc:
         raise StoreArgumentError(f"the event payload is not JSON: {exc}") from None
 
 

@@ -42,6 +42,7 @@ from sqlmodel import Field, SQLModel
 
 from memctx._chunk import Chunk
 from memctx._exceptions import InvalidChunkError, StateFileError, StoreError
+from memctx._limits import STORE_FORBIDDEN
 from memctx.statefile import chunk_from_dict
 
 SCHEMA_VERSION: Final = 2
@@ -260,16 +261,12 @@ STORED_FIELDS: Final = (
 
 
 def _storable(field: str, value: str | None) -> None:
-    if value is None:
+    found = None if value is None else STORE_FORBIDDEN.search(value)
+    if found is None:
         return
-    if "\x00" in value:
+    if found.group() == "\x00":
         raise InvalidChunkError(field, "contains NUL, which the store cannot hold in a text column")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidChunkError(
-            field, "contains a lone surrogate (not valid Unicode text)"
-        ) from None
+    raise InvalidChunkError(field, "contains a lone surrogate (not valid Unicode text)")
 
 
 def chunk_values(chunk: Chunk) -> dict[str, Any]:

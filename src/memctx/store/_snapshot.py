@@ -33,9 +33,12 @@ from typing import Any, Final
 import attrs
 from sqlmodel import Session, col, select
 
-from memctx._exceptions import StateFileError, UnsupportedVersionError
-from memctx._json import freeze_json, thaw_json
+from memctx._chunk import Chunk
+from memctx._exceptions import InvalidChunkError, StateFileError, UnsupportedVersionError
+from memctx._json import NotJSONError, freeze_json, thaw_json
+from memctx._limits import MAX_KIND_LENGTH, NAME_FORBIDDEN
 from memctx._state import MemoryState
+from memctx._validators import describe, int_in_range, name, state_file_error
 from memctx.statefile import (
     FORMAT_VERSION,
     chunk_from_dict,
@@ -134,9 +137,23 @@ def _fail(message: str, field: str) -> StateFileError:
 
 
 def _int(value: object, field: str, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise _fail(f"must be an int from {low} to {high}, got {value!r}", field)
-    return value
+    return int_in_range(state_file_error, low, high).check(value, field)
+
+
+_OPERATION: Final = name(
+    state_file_error,
+    max_length=MAX_KIND_LENGTH,
+    forbidden=NAME_FORBIDDEN,
+    forbidden_name="control characters or lone surrogates",
+)
+
+
+def _storable(chunk: Chunk, where: str) -> dict[str, Any]:
+    """The chunk's column values; a chunk no database can hold is a :class:`StateFileError`."""
+    try:
+        return chunk_values(chunk)
+    except InvalidChunkError as exc:
+        raise _fail(str(exc).split(": ", 1)[-1], f"{where}.{exc.field}") from None
 
 
 def _object(value: object, field: str, allowed: frozenset[str]) -> Mapping[str, Any]:
@@ -160,7 +177,7 @@ def parse_snapshot(data: object) -> Snapshot:
     if "store" not in data:
         return Snapshot(
             thread_id=state.thread_id,
-            chunks=[("append", chunk_values(chunk)) for chunk in state],
+            chunks=[("append", _storable(chunk, f"chunks[{i}]")) for i, chunk in enumerate(state)],
             chunk_batches=[0] * len(state),
             batches=[
                 {
@@ -181,8 +198,8 @@ def parse_snapshot(data: object) -> Snapshot:
     version = raw.get("version")
     if version not in (1, SNAPSHOT_STORE_VERSION) or isinstance(version, bool):
         raise UnsupportedVersionError(
-            f"unsupported snapshot store version {version!r}; this memctx reads versions 1 "
-            f"and {SNAPSHOT_STORE_VERSION}",
+            f"unsupported snapshot store version {describe(version)}; this memctx reads "
+            f"versions 1 and {SNAPSHOT_STORE_VERSION}",
             field="store.version",
         )
     store = _object(raw, "store", _STORE_FIELDS if version > 1 else _STORE_FIELDS_V1)
@@ -217,12 +234,13 @@ def _parse_history(
         entry = _object(item, where, _HISTORY_FIELDS)
         if entry["seq"] != index + 1 or isinstance(entry["seq"], bool):
             raise _fail(
-                f"must be {index + 1} (sequences have no gaps), got {entry['seq']!r}",
+                f"must be {index + 1} (sequences have no gaps), got {describe(entry['seq'])}",
                 f"{where}.seq",
             )
-        if entry["origin"] not in ORIGINS:
+        origin = entry["origin"]
+        if not isinstance(origin, str) or origin not in ORIGINS:
             raise _fail(
-                f"must be one of {sorted(ORIGINS)}, got {entry['origin']!r}", f"{where}.origin"
+                f"must be one of {sorted(ORIGINS)}, got {describe(origin)}", f"{where}.origin"
             )
         batches.append(_int(entry["batch"], f"{where}.batch", 0, last_batch))
         try:
@@ -235,7 +253,7 @@ def _parse_history(
                 f"{where}.chunk.id",
             )
         seen[chunk.id] = index + 1
-        chunks.append((entry["origin"], chunk_values(chunk)))
+        chunks.append((entry["origin"], _storable(chunk, f"{where}.chunk")))
     return chunks, batches
 
 
@@ -246,14 +264,13 @@ def _parse_batches(raw: list[Any], chunk_count: int) -> list[dict[str, Any]]:
         where = f"store.batches[{index}]"
         entry = dict(_object(item, where, _BATCH_FIELDS))
         _int(entry["number"], f"{where}.number", index, index)
-        if not isinstance(entry["operation"], str) or not entry["operation"]:
-            raise _fail("must be a non-empty string", f"{where}.operation")
+        _OPERATION.check(entry["operation"], f"{where}.operation")
         if not isinstance(entry["params"], Mapping):
             raise _fail("must be an object", f"{where}.params")
         try:
-            dump_json(entry["params"])
-        except (TypeError, ValueError) as exc:
-            raise _fail(f"must be JSON: {exc}", f"{where}.params") from None
+            entry["params"] = freeze_json(entry["params"], f"{where}.params")
+        except NotJSONError as exc:
+            raise _fail(exc.message, exc.path) from None
         base = _int(entry["base_seq"], f"{where}.base_seq", previous_base, chunk_count)
         previous_base = base
         view = entry["view"]
@@ -283,7 +300,7 @@ def _check_visible(
     if view is not None:
         seqs = list(view) + [s for s in appended if s > batch["base_seq"]]
     expected = [chunks[s - 1][1] for s in seqs]
-    if [chunk_values(c) for c in state] != expected:
+    if [_storable(c, f"chunks[{i}]") for i, c in enumerate(state)] != expected:
         raise _fail(
             "do not match what the store section's current batch shows "
             "(the snapshot was edited or is corrupt)",

@@ -17,6 +17,7 @@ from memctx._state import MemoryState
 from memctx.store._build import build_thread
 from memctx.store._queries import (
     append_chunks,
+    check_event_kind,
     check_metadata,
     check_thread_id,
     get_batch,
@@ -256,6 +257,8 @@ class MemoryStore(ViewMethods):
     def events(self, thread_id: str, kind: str | None = None) -> tuple[StoreEvent, ...]:
         """The thread's events (only those of ``kind`` when given), oldest first."""
         check_thread_id(thread_id)
+        if kind is not None:
+            check_event_kind(kind)
         with self._session(write=False) as session:
             get_thread(session, thread_id)
             statement = select(EventRow).where(EventRow.thread_id == thread_id)

@@ -10,6 +10,7 @@ from sqlmodel import col, select
 from memctx._builder import ContextBuilder
 from memctx._chunk import Chunk, ChunkType
 from memctx._exceptions import ViewOperationError
+from memctx._validators import describe, is_bool, message_error, non_empty_str
 from memctx.store import _views
 from memctx.store._base import StoreBase
 from memctx.store._queries import check_payload, check_thread_id, get_thread
@@ -107,8 +108,7 @@ class ViewMethods(StoreBase):
 
     def clear(self, thread_id: str, *, keep_system: bool = True) -> int:
         """Hide every visible chunk, or every one but the SYSTEM chunks; return the new batch."""
-        if not isinstance(keep_system, bool):
-            raise ViewOperationError(f"keep_system must be a bool, got {keep_system!r}")
+        is_bool(message_error(ViewOperationError)).check(keep_system, "keep_system")
         return self._change(
             thread_id,
             "clear",
@@ -164,11 +164,12 @@ class ViewMethods(StoreBase):
         view; :meth:`rollback` returns to the previous batch.
         """
         check_thread_id(thread_id)
-        if not isinstance(operation, str) or not operation.strip():
-            raise ViewOperationError(f"operation must be a non-empty string, got {operation!r}")
+        non_empty_str(message_error(ViewOperationError), blank_ok=False).check(
+            operation, "operation"
+        )
         params = {} if params is None else params
         if isinstance(chunks, str | bytes) or not isinstance(chunks, Sequence):
-            raise ViewOperationError(f"chunks must be a sequence of chunks, got {chunks!r}")
+            raise ViewOperationError(f"chunks must be a sequence of chunks, got {describe(chunks)}")
         check_payload(operation, params)
         checked = _views.check_events(events)
         with self._session(write=True) as session:

@@ -18,6 +18,7 @@ from sqlmodel import Session
 
 from memctx._chunk import ROLES, Chunk, ChunkType, Role
 from memctx._exceptions import StoreArgumentError, ViewOperationError
+from memctx._validators import describe, int_in_range, message_error, non_empty_str
 from memctx.store._queries import (
     check_payload,
     chunk_not_found,
@@ -44,10 +45,14 @@ Compute: TypeAlias = Callable[[Visible, list[int]], list[int]]
 TRUNCATIONS: Final = ("keep_first", "keep_last", "remove_first", "remove_last", "range")
 
 
+_error: Final = message_error(ViewOperationError)
+_COUNT: Final = int_in_range(_error, 0)
+_INT: Final = int_in_range(_error)
+_NON_EMPTY: Final = non_empty_str(_error)
+
+
 def _count(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ViewOperationError(f"{name} must be a non-negative int, got {value!r}")
-    return value
+    return _COUNT.check(value, name)
 
 
 def truncation(**given: Any) -> tuple[str, Any]:
@@ -61,11 +66,11 @@ def truncation(**given: Any) -> tuple[str, Any]:
     if name != "range":
         return name, _count(name, value)
     if isinstance(value, str) or not isinstance(value, Sequence) or len(value) != 2:
-        raise ViewOperationError(f"range must be (start, end), got {value!r}")
+        raise ViewOperationError(f"range must be (start, end), got {describe(value)}")
     start, end = value
     for bound in (start, end):
         if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int)):
-            raise ViewOperationError(f"range bounds must be ints or None, got {value!r}")
+            raise ViewOperationError(f"range bounds must be ints or None, got {describe(value)}")
     return name, [start, end]
 
 
@@ -85,8 +90,7 @@ def truncate_view(view: list[int], name: str, value: Any) -> list[int]:
 
 def check_position(position: object) -> int:
     """An insert position: an int, ``-1`` (the end) or not negative."""
-    if isinstance(position, bool) or not isinstance(position, int):
-        raise ViewOperationError(f"position must be an int, got {position!r}")
+    position = _INT.check(position, "position")
     if position < -1:
         raise ViewOperationError(f"position must be -1 (the end) or from 0 on, got {position}")
     return position
@@ -99,7 +103,8 @@ def insert_position(position: object, length: int) -> int:
         return length
     if not 0 <= position <= length:
         raise ViewOperationError(
-            f"position {position} is outside the visible chunks (0..{length}, or -1 for the end)"
+            f"position {describe(position)} is outside the visible chunks "
+            f"(0..{length}, or -1 for the end)"
         )
     return position
 
@@ -114,20 +119,28 @@ def replace_index(target: object, visible: Visible) -> int:
             f"chunk {target!r} is not visible; only visible chunks can be replaced"
         )
     if isinstance(target, bool) or not isinstance(target, int):
-        raise ViewOperationError(f"replace takes a visible index or a chunk id, got {target!r}")
+        raise ViewOperationError(
+            f"replace takes a visible index or a chunk id, got {describe(target)}"
+        )
     if not -len(visible) <= target < len(visible):
-        raise ViewOperationError(f"index {target} is outside the {len(visible)} visible chunks")
+        raise ViewOperationError(
+            f"index {describe(target)} is outside the {len(visible)} visible chunks"
+        )
     return target % len(visible)
+
+
+def _items(name: str, value: object, kind: str) -> tuple[object, ...]:
+    """``value`` as a tuple: one item of ``kind`` alone, or an iterable of them."""
+    if not isinstance(value, Iterable):
+        raise ViewOperationError(f"{name} takes {kind} or a list of them, got {describe(value)}")
+    return tuple(value)
 
 
 def _strings(name: str, value: str | Iterable[str] | None) -> tuple[str, ...]:
     if value is None:
         return ()
-    items = (value,) if isinstance(value, str) else tuple(value)
-    for item in items:
-        if not isinstance(item, str) or not item:
-            raise ViewOperationError(f"{name} takes non-empty strings, got {item!r}")
-    return items
+    items = (value,) if isinstance(value, str) else _items(name, value, "a string")
+    return tuple(_NON_EMPTY.check(item, f"{name}[{i}]") for i, item in enumerate(items))
 
 
 def filter_params(
@@ -144,12 +157,16 @@ def filter_params(
     if types is None:
         type_list: tuple[str, ...] = ()
     else:
-        given = [types] if isinstance(types, str) else list(types)
+        given: list[Any] = (
+            [types] if isinstance(types, str) else list(_items("types", types, "a type"))
+        )
         try:
             type_list = tuple(ChunkType(t).value for t in given)
         except ValueError:
             known = ", ".join(t.value for t in ChunkType)
-            raise ViewOperationError(f"unknown chunk type in {given!r}; known: {known}") from None
+            raise ViewOperationError(
+                f"unknown chunk type in {describe(given)}; known: {known}"
+            ) from None
     params = {
         "roles": list(role_list),
         "types": list(type_list),
@@ -246,11 +263,13 @@ def place_chunks(
 def check_events(events: object) -> list[tuple[str, Mapping[str, Any]]]:
     """Events to record: ``(kind, payload)`` pairs, each checked by :func:`check_payload`."""
     if isinstance(events, str | bytes | Mapping) or not isinstance(events, Iterable):
-        raise StoreArgumentError(f"events must be (kind, payload) pairs, got {events!r}")
+        raise StoreArgumentError(f"events must be (kind, payload) pairs, got {describe(events)}")
     checked: list[tuple[str, Mapping[str, Any]]] = []
     for event in events:
         if not isinstance(event, tuple | list) or len(event) != 2:
-            raise StoreArgumentError(f"an event must be a (kind, payload) pair, got {event!r}")
+            raise StoreArgumentError(
+                f"an event must be a (kind, payload) pair, got {describe(event)}"
+            )
         kind, payload = event
         check_payload(kind, payload)
         checked.append((kind, payload))
@@ -305,11 +324,11 @@ def _new_view(
 def rollback(session: Session, thread_id: str, target: object) -> int:
     """Start a batch that shows what batch ``target`` shows; return its number."""
     thread = get_thread(session, thread_id, lock=True)
-    if isinstance(target, bool) or not isinstance(target, int):
-        raise ViewOperationError(f"batch must be an int, got {target!r}")
+    target = _INT.check(target, "batch")
     if not 0 <= target <= thread.last_batch:
         raise ViewOperationError(
-            f"thread {thread_id!r} has batches 0..{thread.last_batch}; there is no batch {target}"
+            f"thread {thread_id!r} has batches 0..{thread.last_batch}; "
+            f"there is no batch {describe(target)}"
         )
     previous = thread.batch
     before = len(visible_seqs(session, get_batch(session, thread_id, previous)))
