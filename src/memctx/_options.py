@@ -9,6 +9,7 @@ import attrs
 
 from memctx._chunk import ChunkType
 from memctx._exceptions import BuildOptionError
+from memctx._validators import int_in_range, is_bool, is_str, optional
 from memctx.typing import Tokenizer
 from memctx.xml import sanitize
 
@@ -16,21 +17,14 @@ Strategy: TypeAlias = Literal["recent", "stable", "priority", "in_order"]
 STRATEGIES: Final[tuple[str, ...]] = ("recent", "stable", "priority", "in_order")
 
 
-def _positive_or_none(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise BuildOptionError(attribute.name, f"must be a positive int or None, got {value!r}")
+MAX_BUDGET: Final = 2**63 - 1
+"""The largest ``max_tokens`` (and ``reserve_tokens``) a build takes."""
 
-
-def _non_negative(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise BuildOptionError(attribute.name, f"must be a non-negative int, got {value!r}")
-
-
-def _bool(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, bool):
-        raise BuildOptionError(attribute.name, f"must be a bool, got {value!r}")
+_positive_or_none = optional(int_in_range(BuildOptionError, 1, MAX_BUDGET))
+_non_negative = int_in_range(BuildOptionError, 0, MAX_BUDGET)
+_bool = is_bool(BuildOptionError)
+_check_prompt = optional(is_str(BuildOptionError))
+_chunk_id = is_str(BuildOptionError)
 
 
 def _types(value: Iterable[ChunkType | str] | None) -> frozenset[ChunkType]:
@@ -57,8 +51,7 @@ def _ids(value: Iterable[str] | None) -> tuple[str, ...] | None:
         raise BuildOptionError("chunk ids", "must be a list of ids, not one string")
     ids = tuple(value)
     for item in ids:
-        if not isinstance(item, str):
-            raise BuildOptionError("chunk ids", f"ids must be strings, got {item!r}")
+        _chunk_id.check(item, "chunk ids")
     return ids
 
 
@@ -83,11 +76,6 @@ def _check_tokenizer(instance: object, attribute: attrs.Attribute[Any], value: o
             f"{value!r} is not a Tokenizer (needs name, exact, count and count_messages); "
             "use memctx.create_tokenizer(model)",
         )
-
-
-def _check_prompt(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and not isinstance(value, str):
-        raise BuildOptionError("system_prompt", f"must be a string, got {type(value).__name__}")
 
 
 def _clean_prompt(value: object) -> Any:

@@ -11,6 +11,8 @@ import attrs
 
 from memctx._chunk import Chunk, ChunkType
 from memctx._exceptions import ChunkNotFoundError, DuplicateChunkError, InvalidChunkError
+from memctx._limits import MAX_THREAD_ID_LENGTH
+from memctx._validators import non_empty_str, optional
 
 
 def _to_chunk_tuple(chunks: Iterable[Chunk]) -> tuple[Chunk, ...]:
@@ -23,9 +25,11 @@ def _to_chunk_tuple(chunks: Iterable[Chunk]) -> tuple[Chunk, ...]:
     return result
 
 
+_thread_id = optional(non_empty_str(InvalidChunkError, max_length=MAX_THREAD_ID_LENGTH))
+
+
 def _validate_thread_id(value: object) -> None:
-    if value is not None and (not isinstance(value, str) or not value):
-        raise InvalidChunkError("thread_id", f"must be a non-empty string or None, got {value!r}")
+    _thread_id.check(value, "thread_id")
 
 
 class SharedHistory:

@@ -25,6 +25,7 @@ import tiktoken_ext.openai_public as _openai_public
 
 from memctx._exceptions import TokenizerError, UnknownModelError
 from memctx._message import ContextMessage
+from memctx._validators import message_error, non_empty_str
 from memctx.typing import Tokenizer
 
 # OpenAI's cookbook (num_tokens_from_messages): every message costs 3 tokens
@@ -171,6 +172,9 @@ class EstimatingTokenizer(_ChatFormatMixin):
         return "EstimatingTokenizer()"
 
 
+_model_name = non_empty_str(message_error(TokenizerError))
+
+
 def create_tokenizer(model: str = "estimate") -> TiktokenTokenizer | EstimatingTokenizer:
     """Return the tokenizer for ``model``.
 
@@ -183,8 +187,7 @@ def create_tokenizer(model: str = "estimate") -> TiktokenTokenizer | EstimatingT
 
     Unknown names raise :class:`~memctx.UnknownModelError` listing what is known.
     """
-    if not isinstance(model, str) or not model:
-        raise TokenizerError(f"model must be a non-empty string, got {model!r}")
+    _model_name.check(model, "model")
     if model == "estimate":
         return EstimatingTokenizer()
     if model in BUNDLED_ENCODINGS or model in _EXTRA_ENCODINGS:
