@@ -10,6 +10,7 @@ from multiprocessing.synchronize import Event
 from typing import Any
 
 import pytest
+from store_apis import open_with
 
 from memctx import Chunk, ChunkConflictError, ThreadNotFoundError, chunks
 from memctx._exceptions import StoreArgumentError
@@ -190,9 +191,9 @@ WRITERS = 4
 ROUNDS = 15
 
 
-def _numbering_writer(url: str, worker: int, ready: Any, go: Event, errors: Any) -> None:
+def _numbering_writer(api: str, url: str, worker: int, ready: Any, go: Event, errors: Any) -> None:
     try:
-        with MemoryStore.open(url) as store:
+        with open_with(api, url) as store:
             ready.put(worker)
             go.wait(30)
             for r in range(ROUNDS):
@@ -205,13 +206,13 @@ def _numbering_writer(url: str, worker: int, ready: Any, go: Event, errors: Any)
 @pytest.mark.slow
 @pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs fork()")
 def test_processes_numbering_messages_get_gap_free_ids_and_lose_no_update(
-    store: MemoryStore, store_url: str
+    store: MemoryStore, store_url: str, api: str
 ) -> None:
     store.create_thread("team")
     context = multiprocessing.get_context("fork")
     ready, errors, go = context.Queue(), context.Queue(), context.Event()
     processes = [
-        context.Process(target=_numbering_writer, args=(store_url, w, ready, go, errors))
+        context.Process(target=_numbering_writer, args=(api, store_url, w, ready, go, errors))
         for w in range(WRITERS)
     ]
     for process in processes:
