@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import multiprocessing
+import traceback
+from collections.abc import Callable
+from multiprocessing.synchronize import Event
 from typing import Any
 
 import pytest
@@ -64,3 +68,50 @@ class Blocking:
 def open_with(api: str, url: str) -> Any:
     """A store on ``url``: a MemoryStore, or an AsyncMemoryStore run blocking."""
     return MemoryStore.open(url) if api == "sync" else Blocking(url)
+
+
+def _writer(
+    work: Callable[[Any, int], None],
+    api: str,
+    url: str,
+    worker: int,
+    ready: Any,
+    go: Event,
+    errors: Any,
+) -> None:
+    try:
+        with open_with(api, url) as store:
+            ready.put(worker)
+            go.wait(30)
+            work(store, worker)
+    except BaseException:
+        errors.put(traceback.format_exc())
+        raise
+
+
+def run_writers(work: Callable[[Any, int], None], api: str, url: str, count: int) -> None:
+    """Run ``work(store, worker)`` in ``count`` forked processes at once, each with its own store.
+
+    The processes open their stores first, then start together; an error in
+    any of them fails the caller with its traceback.
+    """
+    context = multiprocessing.get_context("fork")
+    ready, errors, go = context.Queue(), context.Queue(), context.Event()
+    processes = [
+        context.Process(target=_writer, args=(work, api, url, w, ready, go, errors))
+        for w in range(count)
+    ]
+    for process in processes:
+        process.start()
+    try:
+        for _ in processes:
+            ready.get(timeout=60)
+        go.set()
+        for process in processes:
+            process.join(120)
+    finally:
+        for process in processes:
+            if process.is_alive():
+                process.kill()
+    assert errors.empty(), errors.get()
+    assert [p.exitcode for p in processes] == [0] * count

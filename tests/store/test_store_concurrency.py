@@ -8,21 +8,21 @@ forking spares each one the second it takes to import SQLAlchemy afresh.
 
 from __future__ import annotations
 
+import asyncio
 import multiprocessing
 import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable
 from multiprocessing.synchronize import Event
 from typing import Any
 
 import pytest
 from sqlalchemy import Engine, event
-from store_apis import open_with
+from store_apis import open_with, run_writers
 
 from memctx import chunks
-from memctx.store import MemoryStore
+from memctx.store import AsyncMemoryStore, MemoryStore
 
 pytestmark = [
     pytest.mark.slow,
@@ -47,19 +47,12 @@ def planned(worker: int) -> list[tuple[str, list[str]]]:
     return appends
 
 
-def _writer(api: str, url: str, worker: int, ready: Any, go: Event, errors: Any) -> None:
-    try:
-        with open_with(api, url) as store:
-            ready.put(worker)
-            go.wait(30)
-            for number, (thread, ids) in enumerate(planned(worker)):
-                batch = [chunks.user(f"text of {i}", id=i) for i in ids]
-                store.append(thread, *batch)
-                if number % 5 == 0:
-                    assert store.append(thread, *batch) == 0, "a retried append stored chunks"
-    except BaseException:
-        errors.put(traceback.format_exc())
-        raise
+def _append_planned(store: MemoryStore, worker: int) -> None:
+    for number, (thread, ids) in enumerate(planned(worker)):
+        batch = [chunks.user(f"text of {i}", id=i) for i in ids]
+        store.append(thread, *batch)
+        if number % 5 == 0:
+            assert store.append(thread, *batch) == 0, "a retried append stored chunks"
 
 
 def test_concurrent_writers_lose_and_duplicate_nothing(
@@ -67,26 +60,8 @@ def test_concurrent_writers_lose_and_duplicate_nothing(
 ) -> None:
     for thread in ("shared", *OTHERS):
         store.create_thread(thread)
-    context = multiprocessing.get_context("fork")
-    ready, errors, go = context.Queue(), context.Queue(), context.Event()
-    processes = [
-        context.Process(target=_writer, args=(api, store_url, w, ready, go, errors))
-        for w in range(WORKERS)
-    ]
-    for process in processes:
-        process.start()
-    try:
-        for _ in processes:
-            ready.get(timeout=60)
-        go.set()
-        for process in processes:
-            process.join(120)
-    finally:
-        for process in processes:
-            if process.is_alive():
-                process.kill()
-    assert errors.empty(), errors.get()
-    assert [p.exitcode for p in processes] == [0] * WORKERS
+
+    run_writers(_append_planned, api, store_url, WORKERS)
 
     expected: dict[str, list[list[str]]] = {"shared": [], "a": [], "b": []}
     for worker in range(WORKERS):
@@ -128,6 +103,22 @@ def test_threads_of_one_process_can_share_a_store(store: MemoryStore) -> None:
 
     assert failures == []
     assert [item.seq for item in store.history("t1")] == list(range(1, 81))
+
+
+def test_tasks_of_one_event_loop_can_share_an_async_store(store_url: str) -> None:
+    async def main() -> list[int]:
+        async with await AsyncMemoryStore.open(store_url) as store:
+            await store.create_thread("t1")
+
+            async def write(worker: int) -> None:
+                for r in range(10):
+                    await store.append("t1", chunks.user("x", id=f"t{worker}.{r}.0"),
+                                       chunks.user("y", id=f"t{worker}.{r}.1"))  # fmt: skip
+
+            await asyncio.gather(*(write(w) for w in range(4)))
+            return [item.seq for item in await store.history("t1")]
+
+    assert asyncio.run(main()) == list(range(1, 81))
 
 
 def _doomed_writer(api: str, url: str, stage: str, paused: Event) -> None:

@@ -46,6 +46,20 @@ class TestThreads:
         assert store.has_thread("t1")
         assert not store.has_thread("t2")
 
+    def test_timestamps_are_timezone_aware_and_in_utc(self, store: MemoryStore) -> None:
+        before = dt.datetime.now(dt.UTC)
+        store.create_thread("t1")
+        store.truncate("t1", keep_last=1)
+        after = dt.datetime.now(dt.UTC)
+
+        stamps = [
+            store.thread_info("t1").created_at,
+            *(b.created_at for b in store.batches("t1")),
+            *(e.created_at for e in store.events("t1")),
+        ]
+        assert all(s.utcoffset() == dt.timedelta(0) for s in stamps)
+        assert all(before <= s <= after for s in stamps)
+
     def test_without_an_id_a_fresh_one_is_generated(self, store: MemoryStore) -> None:
         first, second = store.create_thread(), store.create_thread()
 
