@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any, Final, TypeVar
 
 import platformdirs
-from sqlalchemy import Connection, Engine, create_engine, event, insert, inspect, text
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import StaticPool
-from sqlmodel import select
+from sqlmodel import Session, select
 
 from memctx._exceptions import SchemaVersionError, StoreArgumentError, StoreError
 from memctx.store._migrate import migrate
@@ -228,7 +228,9 @@ def set_up_schema(connection: Connection) -> None:
     found = schema_version(connection, lock=True)
     if found is None:
         StoreModel.metadata.create_all(connection)
-        connection.execute(insert(SchemaInfo).values(id=1, version=SCHEMA_VERSION))
+        with Session(connection) as session:  # joins the caller's transaction
+            session.add(SchemaInfo(id=1, version=SCHEMA_VERSION))
+            session.flush()
     elif found < SCHEMA_VERSION:
         migrate(connection, found)
 
@@ -252,7 +254,8 @@ def schema_version(connection: Connection, *, lock: bool) -> int | None:
         connection.execute(text(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK_KEY})"))
     found: int | None = None
     if inspect(connection).has_table(SchemaInfo.__tablename__):
-        found = connection.execute(select(SchemaInfo.version)).scalar()
+        with Session(connection) as session:
+            found = session.exec(select(SchemaInfo.version)).first()
     if found is not None and not 1 <= found <= SCHEMA_VERSION:
         raise SchemaVersionError(
             f"{describe(connection.engine.url)} was written with store schema version {found}; "

@@ -1,10 +1,13 @@
 """The queries every store operation is made of, each run in the caller's session.
 
-Threads, batches and events are read and written as SQLModel objects. Chunk
-rows, read and written by the thousand, are selected as plain rows of their
-columns and inserted with one Core ``executemany``: ORM objects (and the
-ORM's bulk insert) make loading and appending 10,000 chunks measurably slower
-(``benchmarks/store_bench.py``). The statements of those paths are built once.
+Threads, batches and events are read and written as SQLModel objects through
+the session. Chunk rows, read and written by the thousand, are the exception
+the store benchmark (``benchmarks/store_bench.py``) asks for: their
+statements, built once, run on the session's connection (rows of their
+columns, one ``executemany`` per insert), and an append moves the thread's
+``last_seq`` with one statement instead of a flush. ORM objects, the ORM's
+bulk insert and the unit of work each made appending or loading 10,000
+chunks measurably slower.
 """
 
 from __future__ import annotations
@@ -12,10 +15,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
-from sqlalchemy import Row, bindparam, insert
+from sqlalchemy import Result, Row, bindparam, insert
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlmodel import Session, col, select
+from sqlalchemy.orm.attributes import set_committed_value
+from sqlmodel import Session, col, select, update
 
 from memctx._chunk import Chunk
 from memctx._exceptions import (
@@ -57,6 +61,13 @@ _THREAD_OF_CHUNK: Final = (
     select(col(ChunkRow.thread_id)).where(col(ChunkRow.chunk_id) == bindparam("chunk_id")).limit(1)
 )
 # On the table, not the model: the ORM's bulk insert costs a third of an append more.
+_THREAD: Final = select(ThreadRow).where(col(ThreadRow.id) == bindparam("thread_id"))
+_LOCK_THREAD: Final = _THREAD.with_for_update()
+_MOVE_LAST_SEQ: Final = (
+    update(ThreadRow)
+    .where(col(ThreadRow.id) == bindparam("thread_id"))
+    .values(last_seq=bindparam("last_seq"))
+)
 _INSERT_CHUNKS: Final = insert(ChunkRow.__table__)  # type: ignore[attr-defined]
 
 
@@ -86,10 +97,8 @@ def get_thread(session: Session, thread_id: str, *, lock: bool = False) -> Threa
     on PostgreSQL; on SQLite the write transaction (``BEGIN IMMEDIATE``)
     holds the database's write lock already.
     """
-    statement = select(ThreadRow).where(ThreadRow.id == thread_id)
-    if lock:
-        statement = statement.with_for_update()
-    row = session.exec(statement).first()
+    statement = _LOCK_THREAD if lock else _THREAD
+    row = session.exec(statement, params={"thread_id": thread_id}).first()
     if row is None:
         raise ThreadNotFoundError(thread_id)
     return row
@@ -146,9 +155,14 @@ def batch_view(batch: BatchRow) -> list[int] | None:
 # -- chunk rows ---------------------------------------------------------------------------
 
 
+def _rows(session: Session, statement: Any, params: Mapping[str, Any]) -> Result[Any]:
+    """Run a chunk-row statement on the session's connection: rows without the ORM's layer."""
+    return session.connection().execute(statement, params)
+
+
 def history_rows(session: Session, thread_id: str) -> Sequence[Row[Any]]:
     """Every chunk row of the thread, in sequence order."""
-    return session.exec(_HISTORY, params={"thread_id": thread_id}).all()
+    return _rows(session, _HISTORY, {"thread_id": thread_id}).all()
 
 
 def visible_seqs(session: Session, batch: BatchRow) -> list[int]:
@@ -156,7 +170,7 @@ def visible_seqs(session: Session, batch: BatchRow) -> list[int]:
     view = batch_view(batch)
     base = 0 if view is None else batch.base_seq
     params = {"thread_id": batch.thread_id, "base_seq": base}
-    appended = list(session.exec(_APPENDED_SEQS, params=params))
+    appended = list(_rows(session, _APPENDED_SEQS, params).scalars())
     return appended if view is None else view + appended
 
 
@@ -164,7 +178,7 @@ def visible_rows(session: Session, batch: BatchRow) -> list[Row[Any]]:
     """The chunk rows visible in ``batch`` now, in view order."""
     view = batch_view(batch)
     params = {"thread_id": batch.thread_id, "base_seq": 0 if view is None else batch.base_seq}
-    appended = list(session.exec(_APPENDED_ROWS, params=params))
+    appended = list(_rows(session, _APPENDED_ROWS, params))
     if view is None:
         return appended
     by_seq = rows_by_seq(session, batch.thread_id, view)
@@ -186,11 +200,11 @@ def rows_by_seq(session: Session, thread_id: str, seqs: Sequence[int]) -> dict[i
     """The thread's chunk rows with these sequence numbers."""
     if len(seqs) > 4 * _IN_CHUNK:
         wanted = set(seqs)
-        rows = session.exec(_ALL_ROWS, params={"thread_id": thread_id})
+        rows = _rows(session, _ALL_ROWS, {"thread_id": thread_id})
         return {r.seq: r for r in rows if r.seq in wanted}
     found: dict[int, Row[Any]] = {}
     for part in _parts(seqs):
-        rows = session.exec(_ROWS_BY_SEQ, params={"thread_id": thread_id, "seqs": part})
+        rows = _rows(session, _ROWS_BY_SEQ, {"thread_id": thread_id, "seqs": part})
         found.update((r.seq, r) for r in rows)
     return found
 
@@ -201,14 +215,14 @@ def rows_by_chunk_id(
     """The thread's chunk rows with these chunk ids."""
     found: dict[str, Row[Any]] = {}
     for part in _parts(chunk_ids):
-        rows = session.exec(_ROWS_BY_ID, params={"thread_id": thread_id, "ids": part})
+        rows = _rows(session, _ROWS_BY_ID, {"thread_id": thread_id, "ids": part})
         found.update((r.chunk_id, r) for r in rows)
     return found
 
 
 def chunk_not_found(session: Session, thread_id: str, chunk_id: str) -> ChunkNotFoundError:
     """The error for a chunk id the thread does not hold, saying if another thread holds it."""
-    elsewhere = session.exec(_THREAD_OF_CHUNK, params={"chunk_id": chunk_id}).first() is not None
+    elsewhere = _rows(session, _THREAD_OF_CHUNK, {"chunk_id": chunk_id}).first() is not None
     message = f"thread {thread_id!r} has no chunk with id {chunk_id!r}"
     if elsewhere:
         message += " (a chunk with that id belongs to another thread)"
@@ -291,9 +305,11 @@ def store_new(
         return []
     first = thread.last_seq + 1
     insert_chunks(session, thread.id, first, [(values, origin, thread.batch) for values in new])
-    thread.last_seq = first + len(new) - 1
-    session.add(thread)
-    session.flush()
+    # A statement made once, not a flush of the changed object: the unit of
+    # work costs as much as the rest of a small append.
+    last = first + len(new) - 1
+    session.connection().execute(_MOVE_LAST_SEQ, {"thread_id": thread.id, "last_seq": last})
+    set_committed_value(thread, "last_seq", last)
     return list(range(first, first + len(new)))
 
 
