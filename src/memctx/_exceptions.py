@@ -62,11 +62,11 @@ class DuplicateChunkError(MemctxError, ValueError):
 
 
 class ChunkNotFoundError(MemctxError, LookupError):
-    """No chunk has the id ``chunk_id``."""
+    """No chunk has the id ``chunk_id`` (``message`` says where it was looked for)."""
 
-    def __init__(self, chunk_id: str) -> None:
+    def __init__(self, chunk_id: str, message: str | None = None) -> None:
         self.chunk_id = chunk_id
-        super().__init__(f"no chunk with id {chunk_id!r}")
+        super().__init__(message or f"no chunk with id {chunk_id!r}")
 
     def __str__(self) -> str:
         return str(self.args[0])

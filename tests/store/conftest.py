@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import Engine, create_engine, text
+from store_apis import APIS, BACKENDS, open_with
 
 from memctx import chunks
 from memctx.store import MemoryStore
@@ -198,9 +199,6 @@ def postgres_server() -> Iterator[PostgresServer]:
     server.close()
 
 
-BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
-
-
 @pytest.fixture(params=BACKENDS)
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """An empty database: a SQLite file, or a fresh PostgreSQL database."""
@@ -210,15 +208,21 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return server.new_database()
 
 
+@pytest.fixture(params=APIS)
+def api(request: pytest.FixtureRequest) -> str:
+    """Which store class the test runs: ``MemoryStore`` or ``AsyncMemoryStore``."""
+    return str(request.param)
+
+
 @pytest.fixture
-def open_store(store_url: str) -> Iterator[Callable[[], MemoryStore]]:
+def open_store(store_url: str, api: str) -> Iterator[Callable[[], MemoryStore]]:
     """Open more stores on the test's database (each closed at the end)."""
-    opened: list[MemoryStore] = []
+    opened: list[Any] = []
 
     def factory() -> MemoryStore:
-        store = MemoryStore.open(store_url)
+        store = open_with(api, store_url)
         opened.append(store)
-        return store
+        return store  # type: ignore[no-any-return]
 
     yield factory
     for store in opened:
@@ -229,6 +233,14 @@ def open_store(store_url: str) -> Iterator[Callable[[], MemoryStore]]:
 def store(open_store: Callable[[], MemoryStore]) -> MemoryStore:
     """A store on an empty database."""
     return open_store()
+
+
+@pytest.fixture
+def sql(store_url: str) -> Iterator[Engine]:
+    """A plain engine on the test's database, to read its tables directly."""
+    engine = create_engine(store_url)
+    yield engine
+    engine.dispose()
 
 
 @pytest.fixture
@@ -245,11 +257,11 @@ def thread(store: MemoryStore) -> str:
     return "t1"
 
 
-def db_contents(store: MemoryStore) -> dict[str, list[tuple[Any, ...]]]:
+def db_contents(engine: Engine) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of the store's tables, to show that a failed call changed nothing."""
     tables = ["memctx_schema", "memctx_threads", "memctx_chunks", "memctx_batches",
               "memctx_events", "memctx_token_counts"]  # fmt: skip
-    with store.engine.connect() as connection:
+    with engine.connect() as connection:
         return {
             table: sorted(tuple(row) for row in connection.execute(text(f"SELECT * FROM {table}")))
             for table in tables
@@ -257,6 +269,6 @@ def db_contents(store: MemoryStore) -> dict[str, list[tuple[Any, ...]]]:
 
 
 @pytest.fixture
-def db_rows(store: MemoryStore) -> Callable[[], dict[str, list[tuple[Any, ...]]]]:
+def db_rows(store: MemoryStore, sql: Engine) -> Callable[[], dict[str, list[tuple[Any, ...]]]]:
     """Read every row of the test's database (compare before and after a failing call)."""
-    return lambda: db_contents(store)
+    return lambda: db_contents(sql)

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import Engine, text
 
 from memctx import (
     BuildOptionError,
@@ -163,14 +163,16 @@ class TestTokenCache:
         counted_segments = segments(store.get_current_state(long_thread)) & set(spy.counted)
         assert counted_segments == segments(MemoryState([new]))
 
-    def test_counts_are_kept_per_encoding(self, store: MemoryStore, long_thread: str) -> None:
+    def test_counts_are_kept_per_encoding(
+        self, sql: Engine, store: MemoryStore, long_thread: str
+    ) -> None:
         store.build(long_thread, tokenizer=create_tokenizer("gpt-4o"))
         spy = SpyTokenizer("cl100k_base")
 
         store.build(long_thread, builder=create_builder(), tokenizer=spy)
 
         assert segments(store.get_current_state(long_thread)) <= set(spy.counted)
-        with store.engine.connect() as connection:
+        with sql.connect() as connection:
             keys = connection.execute(
                 text("SELECT tokenizer, COUNT(*) FROM memctx_token_counts GROUP BY tokenizer")
             ).all()
@@ -200,12 +202,12 @@ class TestTokenCache:
         assert event.payload["tokens_reused"] == 0
 
     def test_a_tokenizer_without_a_cache_key_builds_but_caches_nothing(
-        self, store: MemoryStore, long_thread: str
+        self, sql: Engine, store: MemoryStore, long_thread: str
     ) -> None:
         result = store.build(long_thread, tokenizer=KeylessTokenizer())
 
         assert result.included_chunk_ids
-        with store.engine.connect() as connection:
+        with sql.connect() as connection:
             stored = connection.execute(text("SELECT COUNT(*) FROM memctx_token_counts")).scalar()
         assert stored == 0
 

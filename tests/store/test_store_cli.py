@@ -16,6 +16,12 @@ from memctx.store import DATABASE_URL_ENV, MemoryStore
 
 
 @pytest.fixture
+def api() -> str:
+    """The CLI uses MemoryStore; its tests set up their data with it too."""
+    return "sync"
+
+
+@pytest.fixture
 def cli(store_url: str) -> Any:
     """Run ``memctx thread --db URL ARGS...``; stdin with ``input=``."""
     runner = CliRunner()

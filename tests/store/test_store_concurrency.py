@@ -1,25 +1,28 @@
 """Several writers at once, and a writer killed mid-batch, on SQLite and PostgreSQL.
 
+Each runs with MemoryStore and with AsyncMemoryStore (the writers too).
+
 The writers are forked processes (each opens its own store and connections);
 forking spares each one the second it takes to import SQLAlchemy afresh.
 """
 
 from __future__ import annotations
 
+import asyncio
 import multiprocessing
 import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable
 from multiprocessing.synchronize import Event
 from typing import Any
 
 import pytest
-from sqlalchemy import event
+from sqlalchemy import Engine, event
+from store_apis import open_with, run_writers
 
 from memctx import chunks
-from memctx.store import MemoryStore
+from memctx.store import AsyncMemoryStore, MemoryStore
 
 pytestmark = [
     pytest.mark.slow,
@@ -44,44 +47,21 @@ def planned(worker: int) -> list[tuple[str, list[str]]]:
     return appends
 
 
-def _writer(url: str, worker: int, ready: Any, go: Event, errors: Any) -> None:
-    try:
-        with MemoryStore.open(url) as store:
-            ready.put(worker)
-            go.wait(30)
-            for number, (thread, ids) in enumerate(planned(worker)):
-                batch = [chunks.user(f"text of {i}", id=i) for i in ids]
-                store.append(thread, *batch)
-                if number % 5 == 0:
-                    assert store.append(thread, *batch) == 0, "a retried append stored chunks"
-    except BaseException:
-        errors.put(traceback.format_exc())
-        raise
+def _append_planned(store: MemoryStore, worker: int) -> None:
+    for number, (thread, ids) in enumerate(planned(worker)):
+        batch = [chunks.user(f"text of {i}", id=i) for i in ids]
+        store.append(thread, *batch)
+        if number % 5 == 0:
+            assert store.append(thread, *batch) == 0, "a retried append stored chunks"
 
 
-def test_concurrent_writers_lose_and_duplicate_nothing(store: MemoryStore, store_url: str) -> None:
+def test_concurrent_writers_lose_and_duplicate_nothing(
+    store: MemoryStore, store_url: str, api: str
+) -> None:
     for thread in ("shared", *OTHERS):
         store.create_thread(thread)
-    context = multiprocessing.get_context("fork")
-    ready, errors, go = context.Queue(), context.Queue(), context.Event()
-    processes = [
-        context.Process(target=_writer, args=(store_url, w, ready, go, errors))
-        for w in range(WORKERS)
-    ]
-    for process in processes:
-        process.start()
-    try:
-        for _ in processes:
-            ready.get(timeout=60)
-        go.set()
-        for process in processes:
-            process.join(120)
-    finally:
-        for process in processes:
-            if process.is_alive():
-                process.kill()
-    assert errors.empty(), errors.get()
-    assert [p.exitcode for p in processes] == [0] * WORKERS
+
+    run_writers(_append_planned, api, store_url, WORKERS)
 
     expected: dict[str, list[list[str]]] = {"shared": [], "a": [], "b": []}
     for worker in range(WORKERS):
@@ -102,6 +82,7 @@ def test_concurrent_writers_lose_and_duplicate_nothing(store: MemoryStore, store
         assert store.get_current_state(thread).ids == tuple(item.chunk.id for item in history)
 
 
+@pytest.mark.parametrize("api", ["sync"])
 def test_threads_of_one_process_can_share_a_store(store: MemoryStore) -> None:
     store.create_thread("t1")
     failures: list[BaseException] = []
@@ -124,7 +105,23 @@ def test_threads_of_one_process_can_share_a_store(store: MemoryStore) -> None:
     assert [item.seq for item in store.history("t1")] == list(range(1, 81))
 
 
-def _doomed_writer(url: str, stage: str, paused: Event) -> None:
+def test_tasks_of_one_event_loop_can_share_an_async_store(store_url: str) -> None:
+    async def main() -> list[int]:
+        async with await AsyncMemoryStore.open(store_url) as store:
+            await store.create_thread("t1")
+
+            async def write(worker: int) -> None:
+                for r in range(10):
+                    await store.append("t1", chunks.user("x", id=f"t{worker}.{r}.0"),
+                                       chunks.user("y", id=f"t{worker}.{r}.1"))  # fmt: skip
+
+            await asyncio.gather(*(write(w) for w in range(4)))
+            return [item.seq for item in await store.history("t1")]
+
+    assert asyncio.run(main()) == list(range(1, 81))
+
+
+def _doomed_writer(api: str, url: str, stage: str, paused: Event) -> None:
     """Append a batch of 5 and freeze, still inside it, once its rows have been written.
 
     ``mid-batch``: right after the statement that wrote the batch's last
@@ -132,7 +129,7 @@ def _doomed_writer(url: str, stage: str, paused: Event) -> None:
     the commit is about to be sent. Counting rows (not statements) means an
     append that committed chunk by chunk would be caught with 4 of 5 stored.
     """
-    store = MemoryStore.open(url)
+    store = open_with(api, url)
     inserted = [0]
 
     def pause() -> None:
@@ -158,14 +155,14 @@ def _doomed_writer(url: str, stage: str, paused: Event) -> None:
 
 @pytest.mark.parametrize("stage", ["mid-batch", "before-commit"])
 def test_a_writer_killed_inside_a_batch_leaves_nothing_of_it(
-    db_rows: Rows, store: MemoryStore, store_url: str, stage: str
+    db_rows: Rows, sql: Engine, store: MemoryStore, store_url: str, api: str, stage: str
 ) -> None:
     store.create_thread("t1")
     store.append("t1", chunks.user("one", id="one"), chunks.user("two", id="two"))
     before = db_rows()
     context = multiprocessing.get_context("fork")
     paused = context.Event()
-    process = context.Process(target=_doomed_writer, args=(store_url, stage, paused))
+    process = context.Process(target=_doomed_writer, args=(api, store_url, stage, paused))
     process.start()
     try:
         assert paused.wait(60), f"the writer never reached {stage} (exit code {process.exitcode})"
@@ -179,5 +176,5 @@ def test_a_writer_killed_inside_a_batch_leaves_nothing_of_it(
         (1, "one"), (2, "two"), (3, "three"),
     ]  # fmt: skip
     if store.backend == "sqlite":
-        with store.engine.connect() as connection:
+        with sql.connect() as connection:
             assert connection.exec_driver_sql("PRAGMA integrity_check").scalar() == "ok"

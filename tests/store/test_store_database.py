@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import event, text
+from sqlalchemy import Engine, event, text
+from store_apis import open_with
 
 import memctx.store
 from memctx import SchemaVersionError, StoreError, chunks
@@ -28,26 +29,29 @@ Rows = Callable[[], dict[str, list[tuple[object, ...]]]]
 class TestSchemaVersion:
     @pytest.mark.parametrize("version", [SCHEMA_VERSION + 1, 0])
     def test_a_database_of_another_schema_version_is_refused_untouched(
-        self, db_rows: Rows, store: MemoryStore, store_url: str, version: int
+        self, db_rows: Rows, sql: Engine, store_url: str, api: str, version: int
     ) -> None:
-        store.create_thread("t1")
-        with store.engine.begin() as connection:
+        with sql.begin() as connection:
             connection.execute(text("UPDATE memctx_schema SET version = :v"), {"v": version})
         before = db_rows()
 
         with pytest.raises(SchemaVersionError, match=f"schema version {version}; this memctx"):
-            MemoryStore.open(store_url)
+            open_with(api, store_url)
         assert db_rows() == before
 
-    def test_a_newer_database_says_to_upgrade(self, store: MemoryStore, store_url: str) -> None:
-        with store.engine.begin() as connection:
+    def test_a_newer_database_says_to_upgrade(
+        self, store: MemoryStore, sql: Engine, store_url: str, api: str
+    ) -> None:
+        with sql.begin() as connection:
             connection.execute(text("UPDATE memctx_schema SET version = 99"))
 
         with pytest.raises(SchemaVersionError, match="upgrade memctx"):
-            MemoryStore.open(store_url)
+            open_with(api, store_url)
 
-    def test_a_new_database_records_the_current_version(self, store: MemoryStore) -> None:
-        with store.engine.connect() as connection:
+    def test_a_new_database_records_the_current_version(
+        self, store: MemoryStore, sql: Engine
+    ) -> None:
+        with sql.connect() as connection:
             rows = connection.execute(text("SELECT id, version FROM memctx_schema")).all()
 
         assert [tuple(r) for r in rows] == [(1, SCHEMA_VERSION)]
@@ -79,6 +83,17 @@ class TestLocation:
         assert default_database_url() == f"sqlite:///{tmp_path}/data/memctx/memory.db"
         assert default_database_path().is_file()
 
+    @pytest.mark.skipif(sys.platform in ("win32", "darwin"), reason="the XDG location")
+    def test_a_relative_xdg_data_home_is_ignored(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The XDG Base Directory specification: relative paths are invalid and ignored."""
+        monkeypatch.setenv("HOME", str(tmp_path / "home"))
+        monkeypatch.chdir(tmp_path)
+        monkeypatch.setenv("XDG_DATA_HOME", "relative/data")
+
+        assert default_database_path() == tmp_path / "home" / ".local/share/memctx/memory.db"
+
     def test_an_argument_wins_over_the_environment(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
@@ -101,7 +116,7 @@ class TestLocation:
         [
             ("mysql://u@h/db", "unsupported database 'mysql'"),
             ("postgresql+psycopg2://u@h/db", "psycopg 3"),
-            ("sqlite+aiosqlite:///x.db", "unsupported SQLite driver"),
+            ("sqlite+pysqlcipher:///x.db", "unsupported SQLite driver"),
             ("://nothing", "not a database URL"),
             ("  ", "the database URL is empty"),
         ],
@@ -137,14 +152,24 @@ class TestLocation:
 
 
 class TestSqliteSettings:
-    def test_sqlite_runs_in_wal_mode_with_a_busy_timeout(self, tmp_path: Path) -> None:
-        with MemoryStore.open(tmp_path / "x.db") as store, store.engine.connect() as connection:
-            assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
-            assert connection.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30_000
-            assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+    def test_sqlite_runs_in_wal_mode_with_a_busy_timeout(self, tmp_path: Path, api: str) -> None:
+        pragmas: list[tuple[str, object]] = []
+        with open_with(api, f"sqlite:///{tmp_path / 'x.db'}") as store:
 
-    def test_writes_take_the_write_lock_at_begin_and_reads_do_not(self, tmp_path: Path) -> None:
-        with MemoryStore.open(tmp_path / "x.db") as store:
+            @event.listens_for(store.engine, "commit")
+            def settings(connection: Any) -> None:
+                for name in ("journal_mode", "busy_timeout", "foreign_keys"):
+                    value = connection.exec_driver_sql(f"PRAGMA {name}").scalar()
+                    pragmas.append((name, value))
+
+            store.create_thread("t1")
+
+        assert pragmas == [("journal_mode", "wal"), ("busy_timeout", 30_000), ("foreign_keys", 1)]
+
+    def test_writes_take_the_write_lock_at_begin_and_reads_do_not(
+        self, tmp_path: Path, api: str
+    ) -> None:
+        with open_with(api, f"sqlite:///{tmp_path / 'x.db'}") as store:
             statements: list[str] = []
             event.listen(
                 store.engine,

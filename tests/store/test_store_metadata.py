@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-import traceback
 from collections.abc import Callable
-from multiprocessing.synchronize import Event
 from typing import Any
 
 import pytest
+from store_apis import run_writers
 
 from memctx import Chunk, ChunkConflictError, ThreadNotFoundError, chunks
 from memctx._exceptions import StoreArgumentError
@@ -190,44 +189,19 @@ WRITERS = 4
 ROUNDS = 15
 
 
-def _numbering_writer(url: str, worker: int, ready: Any, go: Event, errors: Any) -> None:
-    try:
-        with MemoryStore.open(url) as store:
-            ready.put(worker)
-            go.wait(30)
-            for r in range(ROUNDS):
-                store.append_with("team", _next_message(f"w{worker}.r{r}"))
-    except BaseException:
-        errors.put(traceback.format_exc())
-        raise
+def _number_messages(store: MemoryStore, worker: int) -> None:
+    for r in range(ROUNDS):
+        store.append_with("team", _next_message(f"w{worker}.r{r}"))
 
 
 @pytest.mark.slow
 @pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs fork()")
 def test_processes_numbering_messages_get_gap_free_ids_and_lose_no_update(
-    store: MemoryStore, store_url: str
+    store: MemoryStore, store_url: str, api: str
 ) -> None:
     store.create_thread("team")
-    context = multiprocessing.get_context("fork")
-    ready, errors, go = context.Queue(), context.Queue(), context.Event()
-    processes = [
-        context.Process(target=_numbering_writer, args=(store_url, w, ready, go, errors))
-        for w in range(WRITERS)
-    ]
-    for process in processes:
-        process.start()
-    try:
-        for _ in processes:
-            ready.get(timeout=60)
-        go.set()
-        for process in processes:
-            process.join(120)
-    finally:
-        for process in processes:
-            if process.is_alive():
-                process.kill()
-    assert errors.empty(), errors.get()
-    assert [p.exitcode for p in processes] == [0] * WRITERS
+
+    run_writers(_number_messages, api, store_url, WRITERS)
 
     total = WRITERS * ROUNDS
     state = store.get_current_state("team")

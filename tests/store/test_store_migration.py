@@ -4,25 +4,54 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import create_engine, text
+from store_apis import BACKENDS, open_with
 
-from memctx import chunks, create_tokenizer
+from memctx import StoreError, chunks, create_tokenizer
 from memctx.store import SCHEMA_VERSION, SNAPSHOT_STORE_VERSION, MemoryStore
 
 DATA = Path(__file__).parent / "data"
 EXPECTED: dict[str, Any] = json.loads((DATA / "store-schema-1.json").read_text())
 
 
-@pytest.fixture
-def old_database(tmp_path: Path) -> Path:
-    """A copy of the database 0.1.0 wrote."""
+TABLES = ("memctx_schema", "memctx_threads", "memctx_batches", "memctx_chunks",
+          "memctx_events", "memctx_token_counts")  # fmt: skip
+
+
+@pytest.fixture(params=BACKENDS)
+def old_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A database as 0.1.0 left it: a copy of its SQLite file, or its tables and rows on PostgreSQL.
+
+    On PostgreSQL, the tables are created by the DDL 0.1.0's models emit
+    there and filled with the rows of the SQLite file.
+    """
     path = tmp_path / "old.db"
     shutil.copyfile(DATA / "store-schema-1.db", path)
-    return path
+    if request.param == "sqlite":
+        return f"sqlite:///{path}"
+    url: str = request.getfixturevalue("postgres_server").new_database()
+    engine = create_engine(url)
+    with sqlite3.connect(path) as source, engine.begin() as target:
+        target.exec_driver_sql((DATA / "store-schema-1.postgresql.sql").read_text())
+        for table in TABLES:
+            cursor = source.execute(f"SELECT * FROM {table}")
+            columns = [d[0] for d in cursor.description]
+            rows = [dict(zip(columns, row, strict=True)) for row in cursor]
+            if rows:
+                names = ", ".join(columns)
+                values = ", ".join(f":{c}" for c in columns)
+                target.execute(text(f"INSERT INTO {table} ({names}) VALUES ({values})"), rows)
+        target.exec_driver_sql(
+            "SELECT setval(pg_get_serial_sequence('memctx_events', 'id'), "
+            "(SELECT MAX(id) FROM memctx_events))"
+        )
+    engine.dispose()
+    return url
 
 
 def as_migrated(snapshot: dict[str, Any]) -> dict[str, Any]:
@@ -32,16 +61,20 @@ def as_migrated(snapshot: dict[str, Any]) -> dict[str, Any]:
 
 
 class TestMigration:
-    def test_opening_migrates_to_the_current_schema(self, old_database: Path) -> None:
-        with MemoryStore.open(old_database) as store, store.engine.connect() as connection:
+    def test_opening_migrates_to_the_current_schema(self, old_url: str, api: str) -> None:
+        open_with(api, old_url).close()
+
+        engine = create_engine(old_url)
+        with engine.connect() as connection:
             version = connection.execute(text("SELECT version FROM memctx_schema")).scalar()
+        engine.dispose()
 
         assert version == SCHEMA_VERSION
 
     def test_threads_chunks_batches_and_events_read_back_as_before(
-        self, old_database: Path
+        self, old_url: str, api: str
     ) -> None:
-        with MemoryStore.open(old_database) as store:
+        with open_with(api, old_url) as store:
             threads = [
                 {
                     "id": info.id,
@@ -69,23 +102,23 @@ class TestMigration:
         assert snapshots == {t: as_migrated(s) for t, s in EXPECTED["snapshots"].items()}
         assert events == EXPECTED["events"]
 
-    def test_the_migrated_database_takes_new_writes(self, old_database: Path) -> None:
-        with MemoryStore.open(old_database) as store:
+    def test_the_migrated_database_takes_new_writes(self, old_url: str, api: str) -> None:
+        with open_with(api, old_url) as store:
             store.append("chat", chunks.user("after", id="after"), thread_metadata={"v": 2})
             store.rollback("chat", batch=1)
 
-        with MemoryStore.open(old_database) as store:
+        with MemoryStore.open(old_url) as store:
             assert store.get_current_state("chat").ids[-1] == "after"
             assert store.thread_metadata("chat") == {"v": 2}
             assert len(store.get_all_chunks("chat")) == 10
 
     def test_cached_token_counts_of_another_renderer_chain_are_not_reused(
-        self, old_database: Path
+        self, old_url: str, api: str
     ) -> None:
         # The old release keyed its counts by renderer class names; today's key is each
         # renderer's configuration, so those counts are recounted once, then reused.
         tokenizer = create_tokenizer("gpt-4o")
-        with MemoryStore.open(old_database) as store:
+        with open_with(api, old_url) as store:
             result = store.build("chat", max_tokens=50, tokenizer=tokenizer)
             first = store.events("chat")[-1].payload
             store.build("chat", max_tokens=50, tokenizer=tokenizer)
@@ -96,3 +129,21 @@ class TestMigration:
         assert second["tokens_counted"] == 0
         assert second["tokens_reused"] == first["tokens_counted"]
         assert result.token_count <= 50
+
+
+def test_a_migration_that_fails_leaves_the_database_as_it_was(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    shutil.copyfile(DATA / "store-schema-1.db", path)
+    with sqlite3.connect(path) as connection:  # a column the migration is about to add
+        connection.execute("ALTER TABLE memctx_threads ADD COLUMN metadata TEXT")
+
+    def dump() -> list[str]:
+        with sqlite3.connect(path) as connection:
+            return list(connection.iterdump())
+
+    before = dump()
+
+    with pytest.raises(StoreError, match=r"cannot open .*metadata"):
+        MemoryStore.open(path)
+    assert dump() == before
+    assert 'INSERT INTO "memctx_schema" VALUES(1,1);' in before

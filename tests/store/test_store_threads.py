@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
+import subprocess
+import sys
 from collections.abc import Callable
 
+import attrs
 import pytest
 from sqlalchemy import event
 
@@ -42,6 +45,20 @@ class TestThreads:
         assert store.get_current_state("t1") == MemoryState(thread_id="t1")
         assert store.has_thread("t1")
         assert not store.has_thread("t2")
+
+    def test_timestamps_are_timezone_aware_and_in_utc(self, store: MemoryStore) -> None:
+        before = dt.datetime.now(dt.UTC)
+        store.create_thread("t1")
+        store.truncate("t1", keep_last=1)
+        after = dt.datetime.now(dt.UTC)
+
+        stamps = [
+            store.thread_info("t1").created_at,
+            *(b.created_at for b in store.batches("t1")),
+            *(e.created_at for e in store.events("t1")),
+        ]
+        assert all(s.utcoffset() == dt.timedelta(0) for s in stamps)
+        assert all(before <= s <= after for s in stamps)
 
     def test_without_an_id_a_fresh_one_is_generated(self, store: MemoryStore) -> None:
         first, second = store.create_thread(), store.create_thread()
@@ -203,6 +220,54 @@ class TestAppend:
             store.append("t1", chunks.user("new"), chunks.user("changed", id="x", created_at=T0))
         assert (info.value.thread_id, info.value.chunk_id) == ("t1", "x")
         assert db_rows() == before
+
+    def test_a_retry_made_at_another_time_is_the_same_chunk_and_the_stored_one_wins(
+        self, store: MemoryStore
+    ) -> None:
+        store.create_thread("t1")
+        first = chunks.user("hello", id="x", custom={"k": 1}, created_at=T0)
+        store.append("t1", first)
+
+        later = attrs.evolve(first, created_at=T0 + dt.timedelta(hours=1))
+        assert store.append("t1", later) == 0
+        assert store.append("t1", later, chunks.user("y", id="y"), later) == 1
+        assert store.get_all_chunks("t1")[0].created_at == T0
+
+    @pytest.mark.slow
+    def test_a_restarted_process_re_creating_its_chunks_retries_without_conflict(
+        self, store: MemoryStore, store_url: str, api: str
+    ) -> None:
+        """A new process makes its chunks again (new creation times) and appends them again."""
+        script = f"""
+import asyncio, sys
+from memctx import chunks
+from memctx.store import AsyncMemoryStore, MemoryStore
+made = [chunks.system("rules", id="s"), chunks.user("task", id="u", custom={{"n": [1, 2.0]}})]
+if {api!r} == "sync":
+    with MemoryStore.open({store_url!r}) as store:
+        print(store.append("t1", *made))
+else:
+    async def main():
+        store = await AsyncMemoryStore.open({store_url!r})
+        try:
+            print(await store.append("t1", *made))
+        finally:
+            await store.close()
+    asyncio.run(main())
+"""
+        store.create_thread("t1")
+
+        def run() -> str:
+            done = subprocess.run(
+                [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+            )
+            assert done.returncode == 0, done.stderr
+            return done.stdout.strip()
+
+        assert run() == "2"
+        stored = store.get_all_chunks("t1")
+        assert run() == "0"
+        assert store.get_all_chunks("t1") == stored
 
     def test_two_different_chunks_with_one_id_in_one_call_fail(self, store: MemoryStore) -> None:
         store.create_thread("t1")

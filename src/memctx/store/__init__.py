@@ -13,8 +13,9 @@
         store.rollback("t1", batch=0)
         result = store.build("t1", max_tokens=8000)
 
-See :class:`MemoryStore` for the whole API and :mod:`memctx.store._schema` for
-the tables. The names below are imported on first use, so that importing
+See :class:`MemoryStore` for the whole API (:class:`AsyncMemoryStore` has the
+same methods, as coroutines) and :mod:`memctx.store._schema` for the tables.
+The names below are imported on first use, so that importing
 ``memctx.store.cli`` (which every ``memctx`` command does) does not load
 SQLAlchemy.
 """
@@ -25,6 +26,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from memctx.store._async_store import AsyncMemoryStore
     from memctx.store._engine import (
         DATABASE_URL_ENV,
         default_database_path,
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
     from memctx.store._store import MemoryStore
 
 _MODULES = {
+    "AsyncMemoryStore": "_async_store",
     "DATABASE_URL_ENV": "_engine",
     "default_database_path": "_engine",
     "default_database_url": "_engine",
@@ -66,6 +69,7 @@ __all__ = [
     "SNAPSHOT_IMPORTED",
     "SNAPSHOT_STORE_VERSION",
     "VIEW_CHANGED",
+    "AsyncMemoryStore",
     "Batch",
     "MemoryStore",
     "StoreEvent",

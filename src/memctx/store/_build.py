@@ -1,76 +1,136 @@
-"""Building a thread through the store: cached token counts in, counts and an event out."""
+"""Building a thread through the store: cached token counts in, counts and an event out.
+
+The persisted token cache: a build through the store seeds the builder with
+the counts stored for the visible chunks and stores the counts it had to
+make, so a build after a restart counts only chunks that were never counted.
+Counts are keyed by the chunk (its thread and sequence number: stored chunks
+never change), the tokenizer's ``cache_key`` (``tiktoken:o200k_base``,
+``estimate``) and a hash of the builder's
+:attr:`~memctx.ContextBuilder.renderer_fingerprint`. A tokenizer without a
+``cache_key`` is not cached.
+
+Three steps, so the build itself runs outside any transaction: read the
+visible chunks and their stored counts (:func:`load_build`), build with the
+counts seeded (:func:`build_loaded`, no I/O), then store the new counts and a
+``context.built`` event (:func:`record_build`). The options are parsed by the
+core (:func:`memctx._options.parse_build_options`), as ``ContextBuilder.build``
+parses them.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+import hashlib
 from typing import Any
 
+import attrs
 from sqlmodel import Session
 
 from memctx._builder import ContextBuilder
-from memctx._options import parse_build_options
+from memctx._chunk import Chunk
+from memctx._options import BuildOptions
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
-from memctx.store._queries import get_batch, get_thread, record_event, visible_rows
+from memctx.store._queries import (
+    check_thread_id,
+    get_batch,
+    get_thread,
+    load_counts,
+    record_event,
+    save_counts,
+    visible_rows,
+)
 from memctx.store._records import CONTEXT_BUILT
 from memctx.store._schema import row_to_chunk
-from memctx.store._tokencache import load_counts, renderer_key, save_counts, tokenizer_key
-
-SessionFactory = Callable[..., AbstractContextManager[Session]]
 
 
-def build_thread(
-    session: SessionFactory,
-    thread_id: str,
-    builder: ContextBuilder,
-    max_tokens: int | None,
-    options: dict[str, Any],
-) -> ContextBuildResult:
-    """Build the thread's visible chunks with ``builder`` (see :meth:`MemoryStore.build`)."""
-    opts = parse_build_options(max_tokens, options)
-    tokenizer = opts.tokenizer or builder.tokenizer
-    tokenizer_name = tokenizer_key(tokenizer)
-    renderer_name = renderer_key(builder)
-    with session(write=False) as read:
-        thread = get_thread(read, thread_id)
-        rows = visible_rows(read, get_batch(read, thread_id, thread.batch))
-        cached: dict[int, int] = {}
-        if tokenizer_name is not None:
-            cached = load_counts(read, thread_id, tokenizer_name, renderer_name)
-    chunks = [row_to_chunk(row) for row in rows]
-    seqs = [row.seq for row in rows]
-    state = MemoryState(chunks, thread_id=thread_id)
-    seeds = {position: cached[seq] for position, seq in enumerate(seqs) if seq in cached}
-    reused = len(seeds)
-    if seeds:
+@attrs.frozen
+class Loaded:
+    """What a build of a thread reads: its visible chunks and their stored counts."""
+
+    thread_id: str
+    batch: int
+    chunks: list[Chunk]
+    seqs: list[int]
+    cached: dict[int, int]
+
+
+@attrs.frozen
+class Built:
+    """What a build of a thread writes back: new counts and the event payload."""
+
+    tokenizer: str | None
+    renderer: str
+    counted: dict[int, int]
+    payload: dict[str, Any]
+
+
+def tokenizer_key(tokenizer: object) -> str | None:
+    """The tokenizer's ``cache_key``, or ``None`` when it has none (then nothing is cached)."""
+    key = getattr(tokenizer, "cache_key", None)
+    return key if isinstance(key, str) and key else None
+
+
+def renderer_key(builder: ContextBuilder) -> str:
+    """A short, stable name for the builder's renderer chain."""
+    return hashlib.sha256(builder.renderer_fingerprint.encode("utf-8")).hexdigest()[:32]
+
+
+def cache_keys(builder: ContextBuilder, options: BuildOptions) -> tuple[str | None, str]:
+    """The keys of the stored counts a build uses: tokenizer (``None``: none) and renderers."""
+    return tokenizer_key(options.tokenizer or builder.tokenizer), renderer_key(builder)
+
+
+def load_build(session: Session, thread_id: str, tokenizer: str | None, renderer: str) -> Loaded:
+    """Read the thread's visible chunks and the counts stored for them (a read transaction)."""
+    check_thread_id(thread_id)
+    thread = get_thread(session, thread_id)
+    rows = visible_rows(session, get_batch(session, thread_id, thread.batch))
+    cached = {} if tokenizer is None else load_counts(session, thread_id, tokenizer, renderer)
+    return Loaded(
+        thread_id, thread.batch, [row_to_chunk(r) for r in rows], [r.seq for r in rows], cached
+    )
+
+
+def build_loaded(
+    builder: ContextBuilder, loaded: Loaded, options: BuildOptions
+) -> tuple[ContextBuildResult, Built]:
+    """Build the loaded chunks with their stored counts seeded; no I/O."""
+    tokenizer = options.tokenizer or builder.tokenizer
+    key = tokenizer_key(tokenizer)
+    state = MemoryState(loaded.chunks, thread_id=loaded.thread_id)
+    seeds = {i: loaded.cached[seq] for i, seq in enumerate(loaded.seqs) if seq in loaded.cached}
+    if key is not None and seeds:
         builder.seed_token_counts(state, tokenizer, seeds)
-    result = builder.build(state, options=opts)
+    result = builder.build(state, options=options)
     counted: dict[int, int] = {}
-    for position, count in builder.token_counts(state, tokenizer).items():
-        seq = seqs[position]
-        if seq not in cached:
-            counted[seq] = count
+    if key is not None:
+        for position, count in builder.token_counts(state, tokenizer).items():
+            seq = loaded.seqs[position]
+            if seq not in loaded.cached:
+                counted[seq] = count
     included = len(result.included_chunk_ids)
     payload = {
-        "batch": thread.batch,
-        "max_tokens": opts.max_tokens,
-        "reserve_tokens": opts.reserve_tokens,
-        "budget": opts.budget,
-        "strategy": opts.strategy,
+        "batch": loaded.batch,
+        "max_tokens": options.max_tokens,
+        "reserve_tokens": options.reserve_tokens,
+        "budget": options.budget,
+        "strategy": options.strategy,
         "tokenizer": result.tokenizer_name,
         "token_count": result.token_count,
         "token_count_exact": result.token_count_exact,
         "messages": len(result.messages),
-        "visible": len(chunks),
+        "visible": len(loaded.chunks),
         "included": included,
-        "excluded": len(chunks) - included,
-        "tokens_reused": reused,
+        "excluded": len(loaded.chunks) - included,
+        "tokens_reused": len(seeds) if key is not None else 0,
         "tokens_counted": len(counted),
     }
-    with session(write=True) as write:
-        get_thread(write, thread_id, lock=True)
-        if tokenizer_name is not None:
-            save_counts(write, thread_id, tokenizer_name, renderer_name, counted)
-        record_event(write, thread_id, CONTEXT_BUILT, payload)
-    return result
+    return result, Built(key, renderer_key(builder), counted, payload)
+
+
+def record_build(session: Session, thread_id: str, built: Built) -> None:
+    """Store the new counts and the ``context.built`` event (a write transaction)."""
+    get_thread(session, thread_id, lock=True)
+    if built.tokenizer is not None:
+        save_counts(session, thread_id, built.tokenizer, built.renderer, built.counted)
+    record_event(session, thread_id, CONTEXT_BUILT, built.payload)

@@ -15,13 +15,14 @@ writes at ``READ COMMITTED``, each write locking its thread's row first
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
-from sqlalchemy import Engine, create_engine, event, inspect, text
+import platformdirs
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Session, select
 
@@ -44,17 +45,16 @@ _SCHEMA_LOCK_KEY: Final = 0x6D656D637478  # "memctx": a PostgreSQL advisory lock
 def default_database_path() -> Path:
     """Where :meth:`MemoryStore.open` keeps its SQLite file when given no URL.
 
-    ``$XDG_DATA_HOME/memctx/memory.db`` (``~/.local/share/memctx/memory.db``)
-    on Linux and other Unix systems, ``~/Library/Application Support/memctx/
-    memory.db`` on macOS and ``%LOCALAPPDATA%\\memctx\\memory.db`` on Windows.
+    ``memctx/memory.db`` in the user data directory that :mod:`platformdirs`
+    names: ``$XDG_DATA_HOME/memctx`` (``~/.local/share/memctx``) on Linux and
+    other Unix systems, ``~/Library/Application Support/memctx`` on macOS and
+    ``%LOCALAPPDATA%\\memctx`` on Windows. A relative ``$XDG_DATA_HOME`` is
+    ignored, as the XDG Base Directory specification says.
     """
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Application Support"
-    else:
-        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share")
-    return base / "memctx" / "memory.db"
+    directory = platformdirs.user_data_path("memctx", appauthor=False)
+    if not directory.is_absolute():  # from a relative $XDG_DATA_HOME
+        directory = Path.home() / ".local" / "share" / "memctx"
+    return directory / "memory.db"
 
 
 def default_database_url() -> str:
@@ -88,7 +88,7 @@ def resolve_url(url: str | os.PathLike[str] | URL | None) -> URL:
     if backend == "postgres":
         backend = "postgresql"
     if backend == "sqlite":
-        if driver not in ("", "pysqlite"):
+        if driver not in ("", "pysqlite", "aiosqlite"):
             raise StoreArgumentError(f"unsupported SQLite driver {driver!r}; use sqlite:///PATH")
         database = parsed.database or ""
         if database and database != ":memory:" and not database.startswith("file:"):
@@ -101,7 +101,7 @@ def resolve_url(url: str | os.PathLike[str] | URL | None) -> URL:
                 )
         return parsed.set(drivername="sqlite")
     if backend == "postgresql":
-        if driver not in ("", "psycopg"):
+        if driver not in ("", "psycopg", "psycopg_async"):
             raise StoreArgumentError(
                 f"unsupported PostgreSQL driver {driver!r}; memctx uses psycopg 3: "
                 "postgresql+psycopg://USER@HOST/DB"
@@ -120,30 +120,58 @@ def describe(url: URL) -> str:
 
 def create_store_engine(url: URL) -> Engine:
     """An engine for ``url`` with the per-backend settings described above."""
-    if url.get_backend_name() == "sqlite":
-        return _sqlite_engine(url)
     try:
-        return create_engine(url)
+        engine = create_engine(url, **_engine_arguments(url))
     except (ImportError, NoSuchModuleError) as exc:
-        raise StoreError(
-            f"PostgreSQL needs psycopg 3 ({exc}); install it with: pip install 'memctx[postgres]'"
-        ) from None
+        raise StoreError(_missing_driver(url, exc)) from None
+    _configure(engine)
+    return engine
 
 
-def _sqlite_engine(url: URL) -> Engine:
+def create_async_store_engine(url: URL) -> AsyncEngine:
+    """The asyncio engine for ``url``: aiosqlite, or psycopg 3 in async mode; same settings."""
+    if url.get_backend_name() == "sqlite":
+        url = url.set(drivername="sqlite+aiosqlite")
+    try:
+        engine = create_async_engine(url, **_engine_arguments(url))
+    except (ImportError, NoSuchModuleError) as exc:
+        raise StoreError(_missing_driver(url, exc)) from None
+    _configure(engine.sync_engine)
+    return engine
+
+
+def _missing_driver(url: URL, exc: Exception) -> str:
+    if url.get_backend_name() == "sqlite":
+        return f"the asyncio store needs aiosqlite ({exc}): pip install aiosqlite"
+    return f"PostgreSQL needs psycopg 3 ({exc}); install it with: pip install 'memctx[postgres]'"
+
+
+def _in_memory(url: URL) -> bool:
     database = url.database or ""
-    in_memory = database in ("", ":memory:") or "mode=memory" in database
-    kwargs: dict[str, Any] = {
+    return database in ("", ":memory:") or "mode=memory" in database
+
+
+def _engine_arguments(url: URL) -> dict[str, Any]:
+    if url.get_backend_name() != "sqlite":
+        return {}
+    arguments: dict[str, Any] = {
         "connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False}
     }
-    if in_memory:
+    if _in_memory(url):
         # One connection, shared: every new connection would be a new, empty database.
-        kwargs["poolclass"] = StaticPool
-    engine = create_engine(url, **kwargs)
+        arguments["poolclass"] = StaticPool
+    return arguments
+
+
+def _configure(engine: Engine) -> None:
+    """SQLite's settings and ``BEGIN IMMEDIATE`` for writes (SQLAlchemy's recipe)."""
+    if engine.dialect.name != "sqlite":
+        return
+    in_memory = _in_memory(engine.url)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, connection_record: Any) -> None:
-        # Let SQLAlchemy's "begin" event below issue BEGIN, not the sqlite3 module.
+        # Let SQLAlchemy's "begin" event below issue BEGIN, not the driver.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         try:
@@ -159,15 +187,16 @@ def _sqlite_engine(url: URL) -> Engine:
         write = connection.get_execution_options().get(WRITE, False)
         connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
-    return engine
+
+AnyEngine = TypeVar("AnyEngine", Engine, AsyncEngine)
 
 
-def write_engine(engine: Engine) -> Engine:
+def write_engine(engine: AnyEngine) -> AnyEngine:
     """The engine that write transactions use (``BEGIN IMMEDIATE`` on SQLite)."""
     return engine.execution_options(**{WRITE: True})
 
 
-def read_engine(engine: Engine) -> Engine:
+def read_engine(engine: AnyEngine) -> AnyEngine:
     """The engine that read transactions use (one snapshot per transaction)."""
     if engine.dialect.name == "postgresql":
         return engine.execution_options(isolation_level="REPEATABLE READ")
@@ -177,37 +206,56 @@ def read_engine(engine: Engine) -> Engine:
 def ensure_schema(engine: Engine, where: str) -> None:
     """Create the tables if needed, migrate an older database, refuse a newer one.
 
-    The version is checked before anything is created or changed, so a newer
-    database is never touched; an older one is migrated in one transaction
-    (:mod:`memctx.store._migrate`). Concurrent first opens are serialised
-    (SQLite's write lock, a PostgreSQL advisory lock). A database already at
-    this version costs two queries.
+    The version is checked first (a read), so a database at this version
+    costs two queries and a newer one is never touched. Otherwise one write
+    transaction, which holds the setup lock (SQLite's write lock, a
+    PostgreSQL advisory lock) so concurrent first opens take turns, checks
+    again and creates the tables or migrates them in place
+    (:mod:`memctx.store._migrate`).
     """
     try:
-        if _schema_version(engine, lock=False) == SCHEMA_VERSION:
-            return
-        with Session(write_engine(engine)) as session, session.begin():
-            found = _schema_version(session, lock=True)
-            if found is None:
-                StoreModel.metadata.create_all(session.connection())
-                session.add(SchemaInfo(id=1, version=SCHEMA_VERSION))
-            elif found < SCHEMA_VERSION:
-                migrate(session.connection(), found)
+        with read_engine(engine).connect() as connection, connection.begin():
+            if schema_version(connection, lock=False) == SCHEMA_VERSION:
+                return
+        with write_engine(engine).connect() as connection, connection.begin():
+            set_up_schema(connection)
     except SQLAlchemyError as exc:
         raise StoreError(f"cannot open {where}: {database_error(exc)}") from None
 
 
-def _schema_version(bind: Engine | Session, *, lock: bool) -> int | None:
+def set_up_schema(connection: Connection) -> None:
+    """Create or migrate the tables, in the caller's write transaction."""
+    found = schema_version(connection, lock=True)
+    if found is None:
+        StoreModel.metadata.create_all(connection)
+        with Session(connection) as session:  # joins the caller's transaction
+            session.add(SchemaInfo(id=1, version=SCHEMA_VERSION))
+            session.flush()
+    elif found < SCHEMA_VERSION:
+        migrate(connection, found)
+
+
+async def ensure_schema_async(engine: AsyncEngine, where: str) -> None:
+    """:func:`ensure_schema` for an asyncio engine."""
+    try:
+        async with read_engine(engine).connect() as connection, connection.begin():
+            found = await connection.run_sync(schema_version, lock=False)
+            if found == SCHEMA_VERSION:
+                return
+        async with write_engine(engine).connect() as connection, connection.begin():
+            await connection.run_sync(set_up_schema)
+    except SQLAlchemyError as exc:
+        raise StoreError(f"cannot open {where}: {database_error(exc)}") from None
+
+
+def schema_version(connection: Connection, *, lock: bool) -> int | None:
     """The version recorded in the database (``None``: no tables yet); refuses a newer one."""
-    if isinstance(bind, Engine):
-        with Session(read_engine(bind)) as session, session.begin():
-            return _schema_version(session, lock=lock)
-    connection = bind.connection()
     if lock and connection.dialect.name == "postgresql":
         connection.execute(text(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK_KEY})"))
     found: int | None = None
     if inspect(connection).has_table(SchemaInfo.__tablename__):
-        found = bind.exec(select(SchemaInfo.version)).first()
+        with Session(connection) as session:
+            found = session.exec(select(SchemaInfo.version)).first()
     if found is not None and not 1 <= found <= SCHEMA_VERSION:
         raise SchemaVersionError(
             f"{describe(connection.engine.url)} was written with store schema version {found}; "

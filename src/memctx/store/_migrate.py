@@ -18,10 +18,23 @@ from memctx.store._schema import SCHEMA_VERSION
 
 
 def _v1_to_v2(connection: Connection) -> None:
-    """Version 2 adds thread metadata."""
+    """Version 2 adds thread metadata and stores timestamps as timestamps.
+
+    On SQLite, timestamps stay ISO 8601 text in UTC (what version 1 wrote,
+    and what :class:`~memctx.store._schema.UTCDateTime` reads there); on
+    PostgreSQL, their columns become ``timestamp with time zone``.
+    """
     connection.execute(
         text("ALTER TABLE memctx_threads ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}'")
     )
+    if connection.dialect.name == "postgresql":
+        for table in ("memctx_threads", "memctx_batches", "memctx_events"):
+            connection.execute(
+                text(
+                    f"ALTER TABLE {table} ALTER COLUMN created_at TYPE timestamp with time zone "
+                    "USING created_at::timestamp with time zone"
+                )
+            )
 
 
 STEPS: Final[dict[int, Callable[[Connection], None]]] = {1: _v1_to_v2}

@@ -1,13 +1,25 @@
-"""The statements every store operation is made of, each run inside a caller's transaction."""
+"""The queries every store operation is made of, each run in the caller's session.
+
+Threads, batches and events are read and written as SQLModel objects through
+the session. Chunk rows, read and written by the thousand, are the exception
+the store benchmark (``benchmarks/store_bench.py``) asks for: their
+statements, built once, run on the session's connection (rows of their
+columns, one ``executemany`` per insert), and an append moves the thread's
+``last_seq`` with one statement instead of a flush. ORM objects, the ORM's
+bulk insert and the unit of work each made appending or loading 10,000
+chunks measurably slower.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
-from sqlalchemy import Connection, bindparam, insert
-from sqlalchemy import select as core_select
-from sqlmodel import Session, select
+from sqlalchemy import Result, Row, bindparam, insert
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm.attributes import set_committed_value
+from sqlmodel import Session, col, select, update
 
 from memctx._chunk import Chunk
 from memctx._exceptions import (
@@ -21,43 +33,43 @@ from memctx._json import NotJSONError, freeze_json, thaw_json
 from memctx._limits import MAX_KIND_LENGTH, MAX_THREAD_ID_LENGTH, NAME_FORBIDDEN
 from memctx._validators import message_error, name
 from memctx.store._schema import (
-    CHUNKS,
     BatchRow,
-    ChunkRecord,
+    ChunkRow,
     EventRow,
     ThreadRow,
-    chunk_records,
+    TokenCountRow,
     chunk_values,
     differing_fields,
     dump_json,
     load_json,
-    now_iso,
     row_values,
 )
 
 _IN_CHUNK: Final = 500  # values per IN (...) list: well under every backend's parameter limit
 
-# The statements of the hot paths, built once (Core: rows, not ORM objects).
-_INSERT_CHUNKS: Final = insert(CHUNKS)
-_ALL_CHUNKS: Final = core_select(CHUNKS).where(CHUNKS.c.thread_id == bindparam("thread_id"))
-_CHUNKS_BY_SEQ: Final = _ALL_CHUNKS.where(CHUNKS.c.seq.in_(bindparam("seqs", expanding=True)))
-_CHUNKS_BY_ID: Final = _ALL_CHUNKS.where(CHUNKS.c.chunk_id.in_(bindparam("ids", expanding=True)))
-_APPENDED_AFTER: Final = _ALL_CHUNKS.where(
-    CHUNKS.c.origin == "append", CHUNKS.c.seq > bindparam("base_seq")
-).order_by(CHUNKS.c.seq)
-_APPENDED_SEQS_AFTER: Final = (
-    core_select(CHUNKS.c.seq)
-    .where(
-        CHUNKS.c.thread_id == bindparam("thread_id"),
-        CHUNKS.c.origin == "append",
-        CHUNKS.c.seq > bindparam("base_seq"),
-    )
-    .order_by(CHUNKS.c.seq)
+_COLUMNS: Final = tuple(col(c) for c in ChunkRow.__table__.columns)  # type: ignore[attr-defined]
+_OF_THREAD: Final = col(ChunkRow.thread_id) == bindparam("thread_id")
+_ALL_ROWS: Final = select(*_COLUMNS).where(_OF_THREAD)
+_HISTORY: Final = _ALL_ROWS.order_by(col(ChunkRow.seq))
+_ROWS_BY_SEQ: Final = _ALL_ROWS.where(col(ChunkRow.seq).in_(bindparam("seqs", expanding=True)))
+_ROWS_BY_ID: Final = _ALL_ROWS.where(col(ChunkRow.chunk_id).in_(bindparam("ids", expanding=True)))
+_APPENDED: Final = (col(ChunkRow.origin) == "append", col(ChunkRow.seq) > bindparam("base_seq"))
+_APPENDED_ROWS: Final = _ALL_ROWS.where(*_APPENDED).order_by(col(ChunkRow.seq))
+_APPENDED_SEQS: Final = (
+    select(col(ChunkRow.seq)).where(_OF_THREAD, *_APPENDED).order_by(col(ChunkRow.seq))
 )
-_HISTORY: Final = _ALL_CHUNKS.order_by(CHUNKS.c.seq)
 _THREAD_OF_CHUNK: Final = (
-    core_select(CHUNKS.c.thread_id).where(CHUNKS.c.chunk_id == bindparam("chunk_id")).limit(1)
+    select(col(ChunkRow.thread_id)).where(col(ChunkRow.chunk_id) == bindparam("chunk_id")).limit(1)
 )
+# On the table, not the model: the ORM's bulk insert costs a third of an append more.
+_THREAD: Final = select(ThreadRow).where(col(ThreadRow.id) == bindparam("thread_id"))
+_LOCK_THREAD: Final = _THREAD.with_for_update()
+_MOVE_LAST_SEQ: Final = (
+    update(ThreadRow)
+    .where(col(ThreadRow.id) == bindparam("thread_id"))
+    .values(last_seq=bindparam("last_seq"))
+)
+_INSERT_CHUNKS: Final = insert(ChunkRow.__table__)  # type: ignore[attr-defined]
 
 
 _THREAD_ID: Final = name(
@@ -84,16 +96,19 @@ def check_event_kind(kind: object) -> str:
     return _EVENT_KIND.check(kind, "an event kind")
 
 
-def get_thread(session: Session, thread_id: str, *, lock: bool = False) -> ThreadRow:
-    """The thread's row (locked for the transaction with ``lock``), or :class:`ThreadNotFoundError`.
+# -- threads and batches ------------------------------------------------------------------
 
-    Locking the row is what orders concurrent writers of one thread on
-    PostgreSQL; on SQLite the write transaction already holds the lock.
+
+def get_thread(session: Session, thread_id: str, *, lock: bool = False) -> ThreadRow:
+    """The thread's row, or :class:`ThreadNotFoundError`.
+
+    ``lock=True`` is how a write locks its thread, the only way the store
+    does: ``SELECT ... FOR UPDATE`` orders concurrent writers of one thread
+    on PostgreSQL; on SQLite the write transaction (``BEGIN IMMEDIATE``)
+    holds the database's write lock already.
     """
-    statement = select(ThreadRow).where(ThreadRow.id == thread_id)
-    if lock:
-        statement = statement.with_for_update()
-    row = session.exec(statement).first()
+    statement = _LOCK_THREAD if lock else _THREAD
+    row = session.exec(statement, params={"thread_id": thread_id}).first()
     if row is None:
         raise ThreadNotFoundError(thread_id)
     return row
@@ -107,6 +122,36 @@ def get_batch(session: Session, thread_id: str, number: int) -> BatchRow:
     return row
 
 
+def thread_batches(session: Session, thread_id: str) -> Sequence[BatchRow]:
+    """Every batch of the thread, oldest first."""
+    statement = select(BatchRow).where(BatchRow.thread_id == thread_id)
+    return session.exec(statement.order_by(col(BatchRow.number))).all()
+
+
+def new_batch(
+    session: Session,
+    thread: ThreadRow,
+    operation: str,
+    params: Mapping[str, Any],
+    view: list[int] | None,
+) -> BatchRow:
+    """Start batch ``last_batch + 1`` with ``view`` and make it the thread's current batch."""
+    number = thread.last_batch + 1
+    row = BatchRow(
+        thread_id=thread.id,
+        number=number,
+        operation=operation,
+        params=dump_json(params),
+        view=None if view is None else dump_json(view),
+        base_seq=thread.last_seq,
+    )
+    session.add(row)
+    thread.batch = thread.last_batch = number
+    session.add(thread)
+    session.flush()
+    return row
+
+
 def batch_view(batch: BatchRow) -> list[int] | None:
     """The sequence numbers a batch made visible (``None``: every appended chunk)."""
     if batch.view is None:
@@ -117,15 +162,17 @@ def batch_view(batch: BatchRow) -> list[int] | None:
     return view
 
 
-def _appended_after(session: Session, thread_id: str, base_seq: int) -> list[ChunkRecord]:
-    params = {"thread_id": thread_id, "base_seq": base_seq}
-    return chunk_records(session.connection().execute(_APPENDED_AFTER, params).all())
+# -- chunk rows ---------------------------------------------------------------------------
 
 
-def history_rows(session: Session, thread_id: str) -> list[ChunkRecord]:
-    """Every row of the thread, in sequence order."""
-    params = {"thread_id": thread_id}
-    return chunk_records(session.connection().execute(_HISTORY, params).all())
+def _rows(session: Session, statement: Any, params: Mapping[str, Any]) -> Result[Any]:
+    """Run a chunk-row statement on the session's connection: rows without the ORM's layer."""
+    return session.connection().execute(statement, params)
+
+
+def history_rows(session: Session, thread_id: str) -> Sequence[Row[Any]]:
+    """Every chunk row of the thread, in sequence order."""
+    return _rows(session, _HISTORY, {"thread_id": thread_id}).all()
 
 
 def visible_seqs(session: Session, batch: BatchRow) -> list[int]:
@@ -133,15 +180,17 @@ def visible_seqs(session: Session, batch: BatchRow) -> list[int]:
     view = batch_view(batch)
     base = 0 if view is None else batch.base_seq
     params = {"thread_id": batch.thread_id, "base_seq": base}
-    appended = list(session.connection().execute(_APPENDED_SEQS_AFTER, params).scalars())
+    appended = list(_rows(session, _APPENDED_SEQS, params).scalars())
     return appended if view is None else view + appended
 
 
-def visible_rows(session: Session, batch: BatchRow) -> list[ChunkRecord]:
-    """The rows visible in ``batch`` now, in view order."""
+def visible_rows(session: Session, batch: BatchRow) -> list[Row[Any]]:
+    """The chunk rows visible in ``batch`` now, in view order."""
     view = batch_view(batch)
+    params = {"thread_id": batch.thread_id, "base_seq": 0 if view is None else batch.base_seq}
+    appended = list(_rows(session, _APPENDED_ROWS, params))
     if view is None:
-        return _appended_after(session, batch.thread_id, 0)
+        return appended
     by_seq = rows_by_seq(session, batch.thread_id, view)
     missing = [s for s in view if s not in by_seq]
     if missing:
@@ -149,129 +198,147 @@ def visible_rows(session: Session, batch: BatchRow) -> list[ChunkRecord]:
             f"thread {batch.thread_id!r}, batch {batch.number}: the view names chunk "
             f"#{missing[0]}, which is not stored"
         )
-    return [by_seq[s] for s in view] + _appended_after(session, batch.thread_id, batch.base_seq)
+    return [by_seq[s] for s in view] + appended
 
 
-def _chunks(values: Sequence[Any]) -> Iterable[Sequence[Any]]:
+def _parts(values: Sequence[Any]) -> Iterator[Sequence[Any]]:
     for start in range(0, len(values), _IN_CHUNK):
         yield values[start : start + _IN_CHUNK]
 
 
-def rows_by_seq(session: Session, thread_id: str, seqs: Sequence[int]) -> dict[int, ChunkRecord]:
-    """The thread's rows with these sequence numbers."""
-    connection = session.connection()
+def rows_by_seq(session: Session, thread_id: str, seqs: Sequence[int]) -> dict[int, Row[Any]]:
+    """The thread's chunk rows with these sequence numbers."""
     if len(seqs) > 4 * _IN_CHUNK:
         wanted = set(seqs)
-        rows = connection.execute(_ALL_CHUNKS, {"thread_id": thread_id}).all()
-        return {r.seq: r for r in chunk_records(rows) if r.seq in wanted}
-    found: dict[int, ChunkRecord] = {}
-    for part in _chunks(seqs):
-        rows = connection.execute(_CHUNKS_BY_SEQ, {"thread_id": thread_id, "seqs": part}).all()
-        found.update((r.seq, r) for r in chunk_records(rows))
+        rows = _rows(session, _ALL_ROWS, {"thread_id": thread_id})
+        return {r.seq: r for r in rows if r.seq in wanted}
+    found: dict[int, Row[Any]] = {}
+    for part in _parts(seqs):
+        rows = _rows(session, _ROWS_BY_SEQ, {"thread_id": thread_id, "seqs": part})
+        found.update((r.seq, r) for r in rows)
     return found
 
 
 def rows_by_chunk_id(
-    connection: Connection, thread_id: str, chunk_ids: Sequence[str]
-) -> dict[str, ChunkRecord]:
-    """The thread's rows with these chunk ids."""
-    found: dict[str, ChunkRecord] = {}
-    for part in _chunks(chunk_ids):
-        rows = connection.execute(_CHUNKS_BY_ID, {"thread_id": thread_id, "ids": part}).all()
-        found.update((r.chunk_id, r) for r in chunk_records(rows))
+    session: Session, thread_id: str, chunk_ids: Sequence[str]
+) -> dict[str, Row[Any]]:
+    """The thread's chunk rows with these chunk ids."""
+    found: dict[str, Row[Any]] = {}
+    for part in _parts(chunk_ids):
+        rows = _rows(session, _ROWS_BY_ID, {"thread_id": thread_id, "ids": part})
+        found.update((r.chunk_id, r) for r in rows)
     return found
 
 
 def chunk_not_found(session: Session, thread_id: str, chunk_id: str) -> ChunkNotFoundError:
     """The error for a chunk id the thread does not hold, saying if another thread holds it."""
-    found = session.connection().execute(_THREAD_OF_CHUNK, {"chunk_id": chunk_id}).first()
-    elsewhere = found is not None
-    error = ChunkNotFoundError(chunk_id)
+    elsewhere = _rows(session, _THREAD_OF_CHUNK, {"chunk_id": chunk_id}).first() is not None
     message = f"thread {thread_id!r} has no chunk with id {chunk_id!r}"
     if elsewhere:
         message += " (a chunk with that id belongs to another thread)"
-    error.args = (message,)
-    return error
+    return ChunkNotFoundError(chunk_id, message)
+
+
+# -- storing chunks -----------------------------------------------------------------------
 
 
 def prepare_chunks(thread_id: str, chunks: Iterable[Chunk]) -> dict[str, dict[str, Any]]:
-    """Column values per chunk id, in order; one id given twice must be the same chunk."""
+    """Column values per chunk id, in order; one id given twice must be the same chunk.
+
+    The first of two equal chunks wins (they may differ only in ``created_at``).
+    """
     prepared: dict[str, dict[str, Any]] = {}
     for chunk in chunks:
         values = chunk_values(chunk)
         earlier = prepared.get(chunk.id)
         if earlier is None:
             prepared[chunk.id] = values
-        elif earlier != values:
-            fields = ", ".join(differing_fields(earlier, values))
+            continue
+        fields = differing_fields(earlier, values)
+        if fields:
             raise ChunkConflictError(
-                thread_id, chunk.id, f"given twice in one call, with different {fields}"
+                thread_id, chunk.id, f"given twice in one call, with different {', '.join(fields)}"
             )
     return prepared
 
 
 def split_existing(
-    connection: Connection, thread_id: str, prepared: Mapping[str, dict[str, Any]]
-) -> tuple[dict[str, ChunkRecord], list[dict[str, Any]]]:
-    """Split chunks into those already stored (the same value: fine) and new ones.
+    session: Session, thread_id: str, prepared: Mapping[str, dict[str, Any]]
+) -> tuple[dict[str, Row[Any]], list[dict[str, Any]]]:
+    """Split chunks into those already stored (the same chunk: fine) and new ones.
 
-    A different chunk stored under one of the ids is a :class:`ChunkConflictError`.
-    One query per 500 chunks, whatever the outcome.
+    "The same" is equal ``IDENTITY_FIELDS`` (all but ``created_at``); a
+    different chunk stored under one of the ids is a
+    :class:`ChunkConflictError`. One query per 500 chunks, whatever the outcome.
     """
-    existing = rows_by_chunk_id(connection, thread_id, list(prepared))
+    existing = rows_by_chunk_id(session, thread_id, list(prepared))
     for chunk_id, row in existing.items():
-        stored = row_values(row)
-        if stored != prepared[chunk_id]:
-            fields = ", ".join(differing_fields(stored, prepared[chunk_id]))
-            raise ChunkConflictError(thread_id, chunk_id, f"{fields} differ (stored as #{row.seq})")
+        fields = differing_fields(row_values(row), prepared[chunk_id])
+        if fields:
+            raise ChunkConflictError(
+                thread_id, chunk_id, f"{', '.join(fields)} differ (stored as #{row.seq})"
+            )
     new = [values for chunk_id, values in prepared.items() if chunk_id not in existing]
     return existing, new
 
 
 def insert_chunks(
-    connection: Connection,
+    session: Session,
     thread_id: str,
     first_seq: int,
-    batch: int | Sequence[int],
-    new: Sequence[Mapping[str, Any]],
-    origin: str | Sequence[str],
+    rows: Sequence[tuple[Mapping[str, Any], str, int]],
 ) -> None:
-    """Insert chunk rows (column values from :func:`chunk_values`) as ``first_seq``, ``+1``, ...
+    """Insert chunk rows ``(column values, origin, batch)`` as ``first_seq``, ``+1``, ...
 
-    One statement (an ``executemany``) for all of them. ``batch`` and
-    ``origin`` are one value for every row, or one per row. The caller moves
-    the thread's ``last_seq``.
+    The one way chunk rows are written: one ``executemany`` for all of them.
+    The caller moves the thread's ``last_seq``.
+    """
+    if rows:
+        session.connection().execute(
+            _INSERT_CHUNKS,
+            [
+                {**values, "thread_id": thread_id, "seq": seq, "origin": origin, "batch": batch}
+                for seq, (values, origin, batch) in enumerate(rows, first_seq)
+            ],
+        )
+
+
+def store_new(
+    session: Session, thread: ThreadRow, new: Sequence[Mapping[str, Any]], origin: str
+) -> list[int]:
+    """Insert new chunks after the locked thread's last one; return their sequence numbers.
+
+    The thread's ``last_seq`` moves in the same transaction, so sequences have
+    no gaps whatever happens to the transaction.
     """
     if not new:
-        return
-    batches = [batch] * len(new) if isinstance(batch, int) else batch
-    origins = [origin] * len(new) if isinstance(origin, str) else origin
-    rows = [
-        {**values, "thread_id": thread_id, "seq": seq, "origin": o, "batch": b}
-        for seq, values, o, b in zip(
-            range(first_seq, first_seq + len(new)), new, origins, batches, strict=True
-        )
-    ]
-    connection.execute(_INSERT_CHUNKS, rows)
+        return []
+    first = thread.last_seq + 1
+    insert_chunks(session, thread.id, first, [(values, origin, thread.batch) for values in new])
+    # A statement made once, not a flush of the changed object: the unit of
+    # work costs as much as the rest of a small append.
+    last = first + len(new) - 1
+    session.connection().execute(_MOVE_LAST_SEQ, {"thread_id": thread.id, "last_seq": last})
+    set_committed_value(thread, "last_seq", last)
+    return list(range(first, first + len(new)))
 
 
 def append_chunks(
     session: Session, thread: ThreadRow, prepared: Mapping[str, dict[str, Any]]
 ) -> int:
-    """Store the chunks of ``prepared`` not stored yet after the thread's last chunk.
+    """Append the chunks (of :func:`prepare_chunks`) not stored yet to the locked thread.
 
-    ``thread`` is the thread's row, locked by the caller's write transaction
-    (:func:`get_thread` with ``lock=True``). Chunks stored already are checked
-    (:func:`split_existing`); the new ones get the next sequence numbers and
-    the thread's ``last_seq`` moves in the same transaction, so sequences have
-    no gaps whatever happens to it. Returns how many were new.
+    Returns how many were new.
     """
-    _, new = split_existing(session.connection(), thread.id, prepared)
+    _, new = split_existing(session, thread.id, prepared)
     return len(store_new(session, thread, new, "append"))
 
 
+# -- thread metadata ----------------------------------------------------------------------
+
+
 def check_metadata(values: object, name: str = "thread_metadata") -> dict[str, Any]:
-    """Thread metadata given by a caller: a mapping of JSON values, as a plain dict."""
+    """Metadata given by a caller: a mapping of JSON values, as a plain dict."""
     if not isinstance(values, Mapping):
         raise StoreArgumentError(f"{name} must be a mapping, got {type(values).__name__}")
     try:
@@ -301,47 +368,7 @@ def merge_metadata(
     return merged
 
 
-def store_new(
-    session: Session, thread: ThreadRow, new: Sequence[Mapping[str, Any]], origin: str
-) -> list[int]:
-    """Insert new chunk rows after the thread's last one; return their sequence numbers.
-
-    The thread's ``last_seq`` moves in the same transaction, so sequences have
-    no gaps whatever happens to the transaction.
-    """
-    if not new:
-        return []
-    first = thread.last_seq + 1
-    insert_chunks(session.connection(), thread.id, first, thread.batch, new, origin)
-    thread.last_seq = first + len(new) - 1
-    session.add(thread)
-    session.flush()
-    return list(range(first, first + len(new)))
-
-
-def new_batch(
-    session: Session,
-    thread: ThreadRow,
-    operation: str,
-    params: Mapping[str, Any],
-    view: list[int] | None,
-) -> BatchRow:
-    """Start batch ``last_batch + 1`` with ``view`` and make it the thread's current batch."""
-    number = thread.last_batch + 1
-    row = BatchRow(
-        thread_id=thread.id,
-        number=number,
-        operation=operation,
-        params=dump_json(params),
-        view=None if view is None else dump_json(view),
-        base_seq=thread.last_seq,
-        created_at=now_iso(),
-    )
-    session.add(row)
-    thread.batch = thread.last_batch = number
-    session.add(thread)
-    session.flush()
-    return row
+# -- events -------------------------------------------------------------------------------
 
 
 def check_payload(kind: object, payload: object) -> tuple[str, str]:
@@ -360,4 +387,49 @@ def check_payload(kind: object, payload: object) -> tuple[str, str]:
 def record_event(session: Session, thread_id: str, kind: str, payload: Mapping[str, Any]) -> None:
     """Add an event to the thread (in the caller's transaction)."""
     kind, text = check_payload(kind, payload)
-    session.add(EventRow(thread_id=thread_id, kind=kind, payload=text, created_at=now_iso()))
+    session.add(EventRow(thread_id=thread_id, kind=kind, payload=text))
+
+
+def thread_events(session: Session, thread_id: str, kind: str | None) -> Sequence[EventRow]:
+    """The thread's events (of ``kind`` when given), oldest first."""
+    statement = select(EventRow).where(EventRow.thread_id == thread_id)
+    if kind is not None:
+        statement = statement.where(EventRow.kind == kind)
+    return session.exec(statement.order_by(col(EventRow.id))).all()
+
+
+# -- token counts -------------------------------------------------------------------------
+
+
+def load_counts(session: Session, thread_id: str, tokenizer: str, renderer: str) -> dict[int, int]:
+    """The stored token counts of a thread's chunks under one tokenizer and renderer chain."""
+    statement = select(TokenCountRow.seq, TokenCountRow.tokens).where(
+        TokenCountRow.thread_id == thread_id,
+        TokenCountRow.tokenizer == tokenizer,
+        TokenCountRow.renderer == renderer,
+    )
+    return {seq: tokens for seq, tokens in session.exec(statement)}
+
+
+def save_counts(
+    session: Session, thread_id: str, tokenizer: str, renderer: str, counts: Mapping[int, int]
+) -> None:
+    """Store new counts; a count another process stored meanwhile is kept (they are equal)."""
+    if not counts:
+        return
+    dialect = session.get_bind().dialect.name
+    upsert = pg_insert if dialect == "postgresql" else sqlite_insert
+    statement = upsert(TokenCountRow).on_conflict_do_nothing()
+    session.execute(
+        statement,
+        [
+            {
+                "thread_id": thread_id,
+                "seq": seq,
+                "tokenizer": tokenizer,
+                "renderer": renderer,
+                "tokens": tokens,
+            }
+            for seq, tokens in sorted(counts.items())
+        ],
+    )

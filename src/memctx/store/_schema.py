@@ -25,19 +25,33 @@ Five tables, all prefixed ``memctx_`` so the store can share a database:
 ``memctx_token_counts``
     Token counts per chunk, tokenizer ``cache_key`` and renderer fingerprint.
 
-Timestamps are ISO 8601 text in UTC (a chunk's ``created_at`` keeps the
-offset it was given).
+The store's own timestamps (``created_at`` of threads, batches and events)
+are timezone-aware :class:`~datetime.datetime` columns (:class:`UTCDateTime`).
+A chunk's ``created_at`` is part of the chunk's value and keeps the offset it
+was given, so it is stored as its ISO 8601 text, like content and metadata
+are stored as their JSON text.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
-from collections.abc import Sequence
-from typing import Any, Final, Protocol, cast
+from collections.abc import Mapping
+from typing import Any, Final
 
-from sqlalchemy import Column, ForeignKeyConstraint, Index, Row, Table, Text, UniqueConstraint
+from sqlalchemy import (
+    Column,
+    DateTime,
+    Dialect,
+    ForeignKeyConstraint,
+    Index,
+    Row,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import registry
+from sqlalchemy.types import TypeEngine
 from sqlmodel import Field, SQLModel
 
 from memctx._chunk import Chunk
@@ -50,6 +64,50 @@ SCHEMA_VERSION: Final = 2
 
 ORIGINS: Final = frozenset({"append", "insert", "replace", "view"})
 """How a chunk can have entered a thread."""
+
+
+class UTCDateTime(TypeDecorator[_dt.datetime]):
+    """A timezone-aware timestamp, read back in UTC.
+
+    ``timestamp with time zone`` on PostgreSQL; on SQLite, which has no date
+    type, ISO 8601 text in UTC (SQLAlchemy's own ``DateTime`` would drop the
+    offset there), which sorts in time order.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "sqlite":
+            return dialect.type_descriptor(Text())
+        return dialect.type_descriptor(DateTime(timezone=True))
+
+    def process_bind_param(self, value: _dt.datetime | None, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"a stored timestamp must be timezone-aware, got {value!r}")
+        value = value.astimezone(_dt.UTC)
+        return value.isoformat() if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> _dt.datetime | None:
+        if value is None:
+            return None
+        if isinstance(value, str):
+            value = _dt.datetime.fromisoformat(value)
+        assert isinstance(value, _dt.datetime)
+        if value.tzinfo is None:  # not written by the store; read as UTC
+            return value.replace(tzinfo=_dt.UTC)
+        return value.astimezone(_dt.UTC)
+
+
+def _timestamp() -> Any:
+    return Field(default_factory=now, sa_column=Column(UTCDateTime(), nullable=False))
+
+
+def now() -> _dt.datetime:
+    """The current time, in UTC."""
+    return _dt.datetime.now(_dt.UTC)
 
 
 class StoreModel(SQLModel, registry=registry()):
@@ -71,7 +129,7 @@ class ThreadRow(StoreModel, table=True):
     __tablename__ = "memctx_threads"
 
     id: str = Field(primary_key=True)
-    created_at: str
+    created_at: _dt.datetime = _timestamp()
     last_seq: int = 0
     batch: int = 0
     last_batch: int = 0
@@ -121,7 +179,7 @@ class BatchRow(StoreModel, table=True):
     params: str = Field(sa_type=Text)
     view: str | None = Field(default=None, sa_type=Text)
     base_seq: int
-    created_at: str
+    created_at: _dt.datetime = _timestamp()
 
 
 class EventRow(StoreModel, table=True):
@@ -137,7 +195,7 @@ class EventRow(StoreModel, table=True):
     thread_id: str
     kind: str
     payload: str = Field(sa_type=Text)
-    created_at: str
+    created_at: _dt.datetime = _timestamp()
 
 
 class TokenCountRow(StoreModel, table=True):
@@ -157,49 +215,6 @@ class TokenCountRow(StoreModel, table=True):
     tokenizer: str = Field(primary_key=True)
     renderer: str = Field(primary_key=True)
     tokens: int
-
-
-THREADS: Final[Table] = StoreModel.metadata.tables["memctx_threads"]
-"""The threads table, for Core statements (no ORM objects on the hot paths)."""
-
-CHUNKS: Final[Table] = StoreModel.metadata.tables["memctx_chunks"]
-"""The chunks table, for Core statements; its columns are keyed like :class:`ChunkRow`."""
-
-
-class ChunkRecord(Protocol):
-    """A stored chunk's columns: a :class:`ChunkRow`, or a Core row of all of ``CHUNKS``."""
-
-    @property
-    def thread_id(self) -> str: ...
-    @property
-    def seq(self) -> int: ...
-    @property
-    def chunk_id(self) -> str: ...
-    @property
-    def origin(self) -> str: ...
-    @property
-    def batch(self) -> int: ...
-    @property
-    def type(self) -> str: ...
-    @property
-    def role(self) -> str | None: ...
-    @property
-    def action(self) -> str | None: ...
-    @property
-    def subtype(self) -> str | None: ...
-    @property
-    def content(self) -> str: ...
-    @property
-    def meta(self) -> str: ...
-    @property
-    def priority(self) -> int: ...
-    @property
-    def created_at(self) -> str: ...
-
-
-def chunk_records(rows: Sequence[Row[Any]]) -> list[ChunkRecord]:
-    """Rows of every column of :data:`CHUNKS`, typed as the records they are."""
-    return cast("list[ChunkRecord]", list(rows))
 
 
 # -- JSON text -------------------------------------------------------------------------------
@@ -234,16 +249,6 @@ def load_json(text: str, where: str) -> Any:
         raise StoreError(f"{where}: the database holds invalid JSON ({exc})") from None
 
 
-def now_iso() -> str:
-    """The current UTC time as ISO 8601 text."""
-    return _dt.datetime.now(_dt.UTC).isoformat()
-
-
-def parse_iso(text: str) -> _dt.datetime:
-    """Parse a timestamp written by :func:`now_iso`."""
-    return _dt.datetime.fromisoformat(text)
-
-
 # -- chunk <-> row ---------------------------------------------------------------------------
 
 STORED_FIELDS: Final = (
@@ -257,7 +262,14 @@ STORED_FIELDS: Final = (
     "priority",
     "created_at",
 )
-"""The columns that hold a chunk's value; two chunks are the same when all of them are."""
+"""The columns that hold a chunk's value."""
+
+IDENTITY_FIELDS: Final = STORED_FIELDS[:-1]
+"""The columns that make two chunks "the same" for an idempotent retry: all but ``created_at``.
+
+A process that re-creates a chunk (same id, type, content, metadata, ...) at
+another time is retrying, not conflicting; the stored chunk wins.
+"""
 
 
 def _storable(field: str, value: str | None) -> None:
@@ -289,18 +301,21 @@ def chunk_values(chunk: Chunk) -> dict[str, Any]:
     }
 
 
-def row_values(row: ChunkRecord) -> dict[str, Any]:
+def row_values(row: Row[Any]) -> dict[str, Any]:
     """The ``STORED_FIELDS`` of a stored row."""
     return {name: getattr(row, name) for name in STORED_FIELDS}
 
 
-def differing_fields(stored: dict[str, Any], given: dict[str, Any]) -> list[str]:
-    """Names (as :class:`Chunk` calls them) of the fields in which two chunks differ."""
+def differing_fields(stored: Mapping[str, Any], given: Mapping[str, Any]) -> list[str]:
+    """Names (as :class:`Chunk` calls them) of the ``IDENTITY_FIELDS`` in which two chunks differ.
+
+    Empty when they are the same chunk.
+    """
     names = {"chunk_id": "id", "meta": "metadata"}
-    return [names.get(f, f) for f in STORED_FIELDS if stored[f] != given[f]]
+    return [names.get(f, f) for f in IDENTITY_FIELDS if stored[f] != given[f]]
 
 
-def row_to_chunk(row: ChunkRecord) -> Chunk:
+def row_to_chunk(row: Row[Any]) -> Chunk:
     """Rebuild the chunk a row holds; :class:`StoreError` if the row is corrupt."""
     try:
         content = json.loads(row.content)
@@ -324,5 +339,5 @@ def row_to_chunk(row: ChunkRecord) -> Chunk:
         raise StoreError(f"{_where(row)}: the stored chunk is invalid: {exc}") from None
 
 
-def _where(row: ChunkRecord) -> str:
+def _where(row: Row[Any]) -> str:
     return f"thread {row.thread_id!r}, chunk #{row.seq}"

@@ -31,10 +31,17 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 import attrs
-from sqlmodel import Session, col, select
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session
 
 from memctx._chunk import Chunk
-from memctx._exceptions import InvalidChunkError, StateFileError, UnsupportedVersionError
+from memctx._exceptions import (
+    InvalidChunkError,
+    StateFileError,
+    StoreArgumentError,
+    ThreadExistsError,
+    UnsupportedVersionError,
+)
 from memctx._json import NotJSONError, freeze_json, thaw_json
 from memctx._limits import MAX_KIND_LENGTH, NAME_FORBIDDEN
 from memctx._state import MemoryState
@@ -47,12 +54,14 @@ from memctx.statefile import (
     state_from_dict,
 )
 from memctx.store._queries import (
+    check_thread_id,
     get_batch,
     get_thread,
     history_rows,
     insert_chunks,
     metadata_of,
     record_event,
+    thread_batches,
     visible_seqs,
 )
 from memctx.store._records import SNAPSHOT_IMPORTED
@@ -63,7 +72,7 @@ from memctx.store._schema import (
     chunk_values,
     dump_json,
     load_json,
-    now_iso,
+    now,
     row_to_chunk,
 )
 
@@ -80,11 +89,9 @@ _BATCH_FIELDS: Final = frozenset(
 
 def export_thread(session: Session, thread_id: str) -> dict[str, Any]:
     """The snapshot document of a thread."""
+    check_thread_id(thread_id)
     thread = get_thread(session, thread_id)
     rows = history_rows(session, thread_id)
-    batches = session.exec(
-        select(BatchRow).where(BatchRow.thread_id == thread_id).order_by(col(BatchRow.number))
-    ).all()
     stored = {row.seq: row_to_chunk(row) for row in rows}
     visible = visible_seqs(session, get_batch(session, thread_id, thread.batch))
     return {
@@ -111,9 +118,9 @@ def export_thread(session: Session, thread_id: str) -> dict[str, Any]:
                     "params": load_json(b.params, f"batch {b.number}"),
                     "view": None if b.view is None else load_json(b.view, f"batch {b.number}"),
                     "base_seq": b.base_seq,
-                    "created_at": b.created_at,
+                    "created_at": b.created_at.isoformat(),
                 }
-                for b in batches
+                for b in thread_batches(session, thread_id)
             ],
         },
     }
@@ -186,7 +193,7 @@ def parse_snapshot(data: object) -> Snapshot:
                     "params": {},
                     "view": None,
                     "base_seq": 0,
-                    "created_at": now_iso(),
+                    "created_at": now(),
                 }
             ],
             batch=0,
@@ -284,9 +291,11 @@ def _parse_batches(raw: list[Any], chunk_count: int) -> list[dict[str, Any]]:
         try:
             if not isinstance(entry["created_at"], str):
                 raise ValueError
-            _dt.datetime.fromisoformat(entry["created_at"])
+            created = _dt.datetime.fromisoformat(entry["created_at"])
         except ValueError:
             raise _fail("must be an ISO 8601 timestamp", f"{where}.created_at") from None
+        # A timestamp without an offset is taken as UTC.
+        entry["created_at"] = created if created.tzinfo else created.replace(tzinfo=_dt.UTC)
         batches.append(entry)
     return batches
 
@@ -308,30 +317,39 @@ def _check_visible(
         )
 
 
-def write_snapshot(session: Session, snapshot: Snapshot, thread_id: str) -> None:
-    """Create ``thread_id`` from a checked snapshot, in the caller's transaction."""
-    last = snapshot.batches[-1]["number"]
+def import_snapshot(session: Session, data: object, thread_id: str | None) -> str:
+    """Create a thread from a snapshot (checked completely first); return its id."""
+    snapshot = parse_snapshot(data)
+    target = thread_id if thread_id is not None else snapshot.thread_id
+    if target is None:
+        raise StoreArgumentError("the snapshot names no thread; pass thread_id")
+    check_thread_id(target)
+    if session.get(ThreadRow, target) is not None:
+        raise ThreadExistsError(target)
     thread = ThreadRow(
-        id=thread_id,
-        created_at=now_iso(),
+        id=target,
         last_seq=len(snapshot.chunks),
         batch=snapshot.batch,
-        last_batch=last,
+        last_batch=snapshot.batches[-1]["number"],
         meta=dump_json(snapshot.metadata),
     )
-    session.add(thread)
-    session.flush()
+    try:
+        session.add(thread)
+        session.flush()
+    except IntegrityError:  # created by another writer since the check above
+        raise ThreadExistsError(target) from None
     insert_chunks(
-        session.connection(),
-        thread_id,
+        session,
+        target,
         1,
-        snapshot.chunk_batches,
-        [values for _, values in snapshot.chunks],
-        [origin for origin, _ in snapshot.chunks],
+        [
+            (values, origin, batch)
+            for (origin, values), batch in zip(snapshot.chunks, snapshot.chunk_batches, strict=True)
+        ],
     )
     session.add_all(
         BatchRow(
-            thread_id=thread_id,
+            thread_id=target,
             number=b["number"],
             operation=b["operation"],
             params=dump_json(b["params"]),
@@ -343,7 +361,7 @@ def write_snapshot(session: Session, snapshot: Snapshot, thread_id: str) -> None
     )
     record_event(
         session,
-        thread_id,
+        target,
         SNAPSHOT_IMPORTED,
         {
             "source_thread_id": snapshot.thread_id,
@@ -353,3 +371,4 @@ def write_snapshot(session: Session, snapshot: Snapshot, thread_id: str) -> None
             "with_history": snapshot.source_has_store,
         },
     )
+    return target

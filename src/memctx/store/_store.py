@@ -1,57 +1,47 @@
-"""MemoryStore: threads of chunks in SQLite or PostgreSQL, safe for concurrent processes."""
+"""MemoryStore: threads of chunks in SQLite or PostgreSQL, safe for concurrent processes.
+
+Each method runs one operation of :mod:`~memctx.store._thread_ops`,
+:mod:`~memctx.store._view_ops` or :mod:`~memctx.store._snapshot` in one
+transaction (:meth:`MemoryStore._run`); the operations check their arguments
+before they write, so a refused call changes nothing.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeAlias
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, Concatenate, Literal, ParamSpec, Self, TypeVar
 
-from sqlalchemy import delete
-from sqlmodel import col, select
+from sqlalchemy import Engine
+from sqlalchemy.engine import URL
+from sqlalchemy.exc import SQLAlchemyError
+from sqlmodel import Session
 
-from memctx._builder import ContextBuilder
-from memctx._chunk import Chunk
-from memctx._exceptions import StoreArgumentError, ThreadExistsError
+from memctx._builder import ContextBuilder, create_builder
+from memctx._chunk import Chunk, ChunkType
+from memctx._exceptions import StoreError, ThreadExistsError
+from memctx._options import parse_build_options
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
-from memctx.store._build import build_thread
-from memctx.store._queries import (
-    append_chunks,
-    check_event_kind,
-    check_metadata,
-    check_thread_id,
-    get_batch,
-    get_thread,
-    history_rows,
-    merge_metadata,
-    metadata_of,
-    prepare_chunks,
-    record_event,
-    visible_rows,
-    visible_seqs,
+from memctx.store import _build, _snapshot, _thread_ops, _view_ops
+from memctx.store._engine import (
+    create_store_engine,
+    database_error,
+    describe,
+    ensure_schema,
+    read_engine,
+    resolve_url,
+    write_engine,
 )
-from memctx.store._records import StoredChunk, StoreEvent, ThreadInfo
-from memctx.store._schema import (
-    BatchRow,
-    ChunkRow,
-    EventRow,
-    ThreadRow,
-    TokenCountRow,
-    load_json,
-    now_iso,
-    parse_iso,
-    row_to_chunk,
-)
-from memctx.store._snapshot import export_thread, parse_snapshot, write_snapshot
-from memctx.store._view_methods import ViewMethods
+from memctx.store._records import Batch, StoredChunk, StoreEvent, ThreadInfo
+from memctx.store._thread_ops import MakeChunks
 
-MakeChunks: TypeAlias = Callable[
-    [int, dict[str, Any]], tuple[Iterable[Chunk], Mapping[str, Any] | None]
-]
-"""What :meth:`MemoryStore.append_with` calls: ``(length, metadata) -> (chunks, update)``."""
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-class MemoryStore(ViewMethods):
+class MemoryStore:
     """Threads of chunks, persisted in SQLite (the default) or PostgreSQL.
 
     Open one with :meth:`open`; close it with :meth:`close` or use it as a
@@ -61,74 +51,142 @@ class MemoryStore(ViewMethods):
 
     A thread holds every chunk ever appended (:meth:`get_all_chunks`); the
     view operations (:meth:`truncate`, :meth:`insert`, :meth:`replace`,
-    :meth:`clear`, :meth:`filter`) only change which of them are visible
-    (:meth:`get_current_state`), each starting a new batch that
-    :meth:`rollback` can return from.
+    :meth:`clear`, :meth:`filter`, :meth:`apply_view`) only change which of
+    them are visible (:meth:`get_current_state`), each starting a new batch
+    that :meth:`rollback` can return from.
     """
 
-    # -- threads ------------------------------------------------------------------------------
+    def __init__(self, url: str | os.PathLike[str] | URL | None = None) -> None:
+        self._url = resolve_url(url)
+        self._engine = create_store_engine(self._url)
+        self._write = write_engine(self._engine)
+        self._read = read_engine(self._engine)
+        self._builder: ContextBuilder | None = None
+        try:
+            ensure_schema(self._engine, describe(self._url))
+        except BaseException:
+            self._engine.dispose()
+            raise
+
+    @classmethod
+    def open(cls, url: str | os.PathLike[str] | URL | None = None) -> Self:
+        """Open (creating or migrating the tables if needed) the database at ``url``.
+
+        ``url`` is a SQLAlchemy URL (``sqlite:///path.db``,
+        ``postgresql+psycopg://user@host/db``) or a path to a SQLite file.
+        Without one: ``$MEMCTX_DATABASE_URL``, else the SQLite file at
+        :func:`default_database_path`. A database written by an older memctx
+        is migrated in place, in one transaction; one written by a newer
+        memctx raises :class:`~memctx.SchemaVersionError`.
+        """
+        return cls(url)
+
+    # -- the database ---------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """The database URL, without its password."""
+        return describe(self._url)
+
+    @property
+    def backend(self) -> Literal["sqlite", "postgresql"]:
+        """Which database this store uses."""
+        return "postgresql" if self._engine.dialect.name == "postgresql" else "sqlite"
+
+    @property
+    def engine(self) -> Engine:
+        """The SQLAlchemy engine (for inspection; write through the store's methods)."""
+        return self._engine
+
+    @property
+    def builder(self) -> ContextBuilder:
+        """The builder :meth:`build` and :meth:`filter` use when given none."""
+        if self._builder is None:
+            self._builder = create_builder()
+        return self._builder
+
+    def close(self) -> None:
+        """Close every connection. The store must not be used afterwards."""
+        self._engine.dispose()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.url!r})"
+
+    @contextmanager
+    def _session(self, *, write: bool) -> Iterator[Session]:
+        """One transaction, committed when the block ends, rolled back if it raises."""
+        try:
+            with (
+                Session(
+                    self._write if write else self._read, expire_on_commit=False, autoflush=False
+                ) as session,
+                session.begin(),
+            ):
+                yield session
+        except SQLAlchemyError as exc:
+            raise StoreError(f"database error ({self.url}): {database_error(exc)}") from None
+
+    def _run(
+        self,
+        write: bool,
+        operation: Callable[Concatenate[Session, P], R],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> R:
+        """Run ``operation(session, *args)`` in one transaction."""
+        with self._session(write=write) as session:
+            return operation(session, *args, **kwargs)
+
+    # -- threads --------------------------------------------------------------------------
 
     def create_thread(self, thread_id: str | None = None, *, exist_ok: bool = False) -> str:
         """Create a thread and return its id (``thread_<hex>`` when not given).
 
         An existing id raises :class:`~memctx.ThreadExistsError` unless ``exist_ok``.
         """
-        if thread_id is None:
-            thread_id = "thread_" + os.urandom(6).hex()
-        check_thread_id(thread_id)
         try:
-            with self._session(write=True, on_conflict=lambda: ThreadExistsError(thread_id)) as s:
-                if s.get(ThreadRow, thread_id) is not None:
-                    raise ThreadExistsError(thread_id)
-                s.add(ThreadRow(id=thread_id, created_at=now_iso()))
-                s.flush()
-                s.add(
-                    BatchRow(
-                        thread_id=thread_id,
-                        number=0,
-                        operation="create",
-                        params="{}",
-                        base_seq=0,
-                        created_at=now_iso(),
-                    )
-                )
+            return self._run(True, _thread_ops.create_thread, thread_id)
         except ThreadExistsError:
             if not exist_ok:
                 raise
-        return thread_id
+            assert thread_id is not None
+            return thread_id
 
     def has_thread(self, thread_id: str) -> bool:
         """Whether the thread exists."""
-        check_thread_id(thread_id)
-        with self._session(write=False) as session:
-            return session.get(ThreadRow, thread_id) is not None
+        return self._run(False, _thread_ops.has_thread, thread_id)
 
     def thread_info(self, thread_id: str) -> ThreadInfo:
         """The thread's summary; :class:`~memctx.ThreadNotFoundError` if there is none."""
-        check_thread_id(thread_id)
-        with self._session(write=False) as session:
-            return _info(get_thread(session, thread_id))
+        return self._run(False, _thread_ops.thread_info, thread_id)
 
     def list_threads(self) -> list[ThreadInfo]:
         """Every thread, oldest first."""
-        with self._session(write=False) as session:
-            rows = session.exec(
-                select(ThreadRow).order_by(col(ThreadRow.created_at), col(ThreadRow.id))
-            )
-            return [_info(row) for row in rows]
+        return self._run(False, _thread_ops.list_threads)
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete the thread with all its chunks, batches, events and cached counts."""
-        check_thread_id(thread_id)
-        with self._session(write=True) as session:
-            get_thread(session, thread_id, lock=True)
-            session.exec(delete(TokenCountRow).where(col(TokenCountRow.thread_id) == thread_id))
-            session.exec(delete(EventRow).where(col(EventRow.thread_id) == thread_id))
-            session.exec(delete(BatchRow).where(col(BatchRow.thread_id) == thread_id))
-            session.exec(delete(ChunkRow).where(col(ChunkRow.thread_id) == thread_id))
-            session.exec(delete(ThreadRow).where(col(ThreadRow.id) == thread_id))
+        self._run(True, _thread_ops.delete_thread, thread_id)
 
-    # -- chunks -------------------------------------------------------------------------------
+    def thread_metadata(self, thread_id: str) -> dict[str, Any]:
+        """A copy of the thread's metadata (a JSON object; ``{}`` until some is set)."""
+        return self._run(False, _thread_ops.thread_metadata, thread_id)
+
+    def update_thread_metadata(self, thread_id: str, values: Mapping[str, Any]) -> dict[str, Any]:
+        """Merge ``values`` into the thread's metadata (key by key, atomically); return it all.
+
+        Values are JSON values and read back with the same types. A key
+        given replaces the stored value of that key; other keys are kept.
+        """
+        return self._run(True, _thread_ops.update_thread_metadata, thread_id, values)
+
+    # -- chunks ---------------------------------------------------------------------------
 
     def append(
         self,
@@ -138,23 +196,18 @@ class MemoryStore(ViewMethods):
     ) -> int:
         """Append ``chunks`` in one transaction; return how many were new.
 
-        Idempotent on chunk id: a chunk stored already (the same value) is
-        skipped, so retrying an append is safe. A *different* chunk under a
-        stored id raises :class:`~memctx.ChunkConflictError` and nothing of
-        the call is stored. "The same" means stored identically, field by
-        field: content ``1`` and ``1.0`` (or reordered keys) render
-        differently, so they differ. New chunks are visible at the end of
-        the view. ``thread_metadata`` is merged into the thread's metadata
-        in the same transaction.
+        Idempotent on chunk id: a chunk stored already is skipped, so
+        retrying an append is safe, from this process or a restarted one.
+        The same chunk is one with the same id, type, role, action,
+        subtype, content, metadata and priority, whatever its creation time
+        (the stored chunk, and its ``created_at``, win). A *different*
+        chunk under a stored id raises :class:`~memctx.ChunkConflictError`
+        and nothing of the call is stored; content ``1`` and ``1.0`` (or
+        reordered keys) render differently, so they differ. New chunks are
+        visible at the end of the view. ``thread_metadata`` is merged into
+        the thread's metadata in the same transaction.
         """
-        check_thread_id(thread_id)
-        prepared = prepare_chunks(thread_id, chunks)
-        update = {} if thread_metadata is None else check_metadata(thread_metadata)
-        with self._session(write=True) as session:
-            thread = get_thread(session, thread_id, lock=True)
-            added = append_chunks(session, thread, prepared)
-            merge_metadata(session, thread, update)
-            return added
+        return self._run(True, _thread_ops.append, thread_id, chunks, thread_metadata)
 
     def append_with(self, thread_id: str, make: MakeChunks) -> int:
         """Append what ``make`` returns, deciding it under the thread's write lock.
@@ -170,44 +223,11 @@ class MemoryStore(ViewMethods):
         exception from ``make`` propagates and nothing is written. Returns
         how many chunks were new.
         """
-        check_thread_id(thread_id)
-        with self._session(write=True) as session:
-            thread = get_thread(session, thread_id, lock=True)
-            made = make(thread.last_seq, metadata_of(thread))
-            if not isinstance(made, tuple) or len(made) != 2:
-                raise StoreArgumentError(
-                    f"append_with: make must return (chunks, metadata_update), got {made!r}"
-                )
-            new_chunks, update = made
-            prepared = prepare_chunks(thread_id, new_chunks)
-            added = append_chunks(session, thread, prepared)
-            merge_metadata(session, thread, {} if update is None else check_metadata(update))
-            return added
-
-    def thread_metadata(self, thread_id: str) -> dict[str, Any]:
-        """A copy of the thread's metadata (a JSON object; ``{}`` until some is set)."""
-        check_thread_id(thread_id)
-        with self._session(write=False) as session:
-            return metadata_of(get_thread(session, thread_id))
-
-    def update_thread_metadata(self, thread_id: str, values: Mapping[str, Any]) -> dict[str, Any]:
-        """Merge ``values`` into the thread's metadata (key by key, atomically); return it all.
-
-        Values are JSON values and read back with the same types. A key
-        given replaces the stored value of that key; other keys are kept.
-        """
-        check_thread_id(thread_id)
-        update = check_metadata(values, "values")
-        with self._session(write=True) as session:
-            return merge_metadata(session, get_thread(session, thread_id, lock=True), update)
+        return self._run(True, _thread_ops.append_with, thread_id, make)
 
     def get_current_state(self, thread_id: str) -> MemoryState:
         """The visible chunks of the thread, in order, as a :class:`~memctx.MemoryState`."""
-        check_thread_id(thread_id)
-        with self._session(write=False) as session:
-            thread = get_thread(session, thread_id)
-            rows = visible_rows(session, get_batch(session, thread_id, thread.batch))
-            return MemoryState([row_to_chunk(r) for r in rows], thread_id=thread_id)
+        return self._run(False, _thread_ops.current_state, thread_id)
 
     def get_all_chunks(self, thread_id: str) -> tuple[Chunk, ...]:
         """Every chunk ever stored in the thread, visible or not, in the order they were stored."""
@@ -215,24 +235,115 @@ class MemoryStore(ViewMethods):
 
     def history(self, thread_id: str) -> tuple[StoredChunk, ...]:
         """Every stored chunk with its sequence number, origin, batch and visibility."""
-        check_thread_id(thread_id)
-        with self._session(write=False) as session:
-            thread = get_thread(session, thread_id)
-            shown = set(visible_seqs(session, get_batch(session, thread_id, thread.batch)))
-            rows = history_rows(session, thread_id)
-            return tuple(
-                StoredChunk(r.seq, row_to_chunk(r), r.origin, r.batch, r.seq in shown) for r in rows
-            )
+        return self._run(False, _thread_ops.history, thread_id)
 
     # -- views ----------------------------------------------------------------------------
 
-    # -- snapshots, events, builds ------------------------------------------------------------
+    def truncate(
+        self,
+        thread_id: str,
+        *,
+        keep_first: int | None = None,
+        keep_last: int | None = None,
+        remove_first: int | None = None,
+        remove_last: int | None = None,
+        range: tuple[int | None, int | None] | None = None,
+    ) -> int:
+        """Show only part of the visible chunks; return the new batch.
+
+        Give exactly one of ``keep_first``/``keep_last``/``remove_first``/
+        ``remove_last`` (counts) or ``range=(start, end)`` (a slice of the
+        visible chunks; ``end`` excluded, negative counts from the end).
+        """
+        given = {
+            "keep_first": keep_first,
+            "keep_last": keep_last,
+            "remove_first": remove_first,
+            "remove_last": remove_last,
+            "range": range,
+        }
+        return self._run(True, _view_ops.truncate, thread_id, given)
+
+    def insert(self, thread_id: str, position: int, *chunks: Chunk) -> int:
+        """Store ``chunks`` and show them at visible ``position`` (``-1``: the end).
+
+        Return the new batch. A chunk stored already (the same value) is
+        shown rather than stored twice; one that is visible already is a
+        :class:`~memctx.ViewOperationError`.
+        """
+        return self._run(True, _view_ops.insert, thread_id, position, chunks)
+
+    def replace(self, thread_id: str, target: int | str, chunk: Chunk) -> int:
+        """Show ``chunk`` in place of the visible chunk ``target`` (an index or a chunk id).
+
+        The replaced chunk stays in the history. ``chunk`` needs an id of its
+        own (a thread's ids are unique). Return the new batch.
+        """
+        return self._run(True, _view_ops.replace, thread_id, target, chunk)
+
+    def clear(self, thread_id: str, *, keep_system: bool = True) -> int:
+        """Hide every visible chunk, or every one but the SYSTEM chunks; return the new batch."""
+        return self._run(True, _view_ops.clear, thread_id, keep_system)
+
+    def filter(
+        self,
+        thread_id: str,
+        *,
+        roles: str | Iterable[str] | None = None,
+        types: ChunkType | str | Iterable[ChunkType | str] | None = None,
+        contains: str | Iterable[str] | None = None,
+        excludes: str | Iterable[str] | None = None,
+        builder: ContextBuilder | None = None,
+    ) -> int:
+        """Keep visible only the chunks that meet every criterion given; return the new batch.
+
+        ``roles``: the chat role the chunk is rendered under (by ``builder``'s
+        renderers); ``types``: :class:`~memctx.ChunkType`\\ s; ``contains``:
+        texts that must all occur in the content; ``excludes``: texts none
+        of which may occur.
+        """
+        criteria = {"roles": roles, "types": types, "contains": contains, "excludes": excludes}
+        role_of = _view_ops.role_function(builder or self.builder)
+        return self._run(True, _view_ops.filter_view, thread_id, criteria, role_of)
+
+    def apply_view(
+        self,
+        thread_id: str,
+        chunks: Sequence[Chunk],
+        *,
+        operation: str,
+        params: Mapping[str, Any] | None = None,
+        events: Sequence[tuple[str, Mapping[str, Any]]] = (),
+    ) -> int:
+        """Make ``chunks`` the visible list, in that order, as one new batch; return it.
+
+        The building block of view operations of your own (compression,
+        compaction): a chunk the thread holds already (same id) must be
+        equal to the stored one, else :class:`~memctx.ChunkConflictError`,
+        and is shown again; a new chunk is stored in the history (origin
+        ``view``). ``operation`` and ``params`` (JSON) describe the batch,
+        and ``events`` (``(kind, payload)`` pairs) are recorded with it,
+        all in one transaction. Chunks appended later are visible after the
+        view; :meth:`rollback` returns to the previous batch.
+        """
+        return self._run(True, _view_ops.apply_view, thread_id, chunks, operation, params, events)
+
+    def rollback(self, thread_id: str, batch: int) -> int:
+        """Show again what ``batch`` showed, plus the chunks appended since; return the new batch.
+
+        The rollback is itself a batch, so it can be rolled back too.
+        """
+        return self._run(True, _view_ops.rollback, thread_id, batch)
+
+    def batches(self, thread_id: str) -> tuple[Batch, ...]:
+        """The thread's batches, oldest first."""
+        return self._run(False, _thread_ops.batches, thread_id)
+
+    # -- snapshots, events, builds --------------------------------------------------------
 
     def export_snapshot(self, thread_id: str) -> dict[str, Any]:
-        """The thread (visible chunks, history, batches) as a versioned JSON document."""
-        check_thread_id(thread_id)
-        with self._session(write=False) as session:
-            return export_thread(session, thread_id)
+        """The thread (visible chunks, history, batches, metadata) as a versioned JSON document."""
+        return self._run(False, _snapshot.export_thread, thread_id)
 
     def import_snapshot(
         self, data: Mapping[str, Any] | str | bytes, *, thread_id: str | None = None
@@ -243,45 +354,15 @@ class MemoryStore(ViewMethods):
         is checked first: a corrupt or unsupported one raises
         :class:`~memctx.StateFileError` and nothing is written.
         """
-        snapshot = parse_snapshot(data)
-        target = thread_id if thread_id is not None else snapshot.thread_id
-        if target is None:
-            raise StoreArgumentError("the snapshot names no thread; pass thread_id")
-        check_thread_id(target)
-        with self._session(write=True, on_conflict=lambda: ThreadExistsError(target)) as s:
-            if s.get(ThreadRow, target) is not None:
-                raise ThreadExistsError(target)
-            write_snapshot(s, snapshot, target)
-        return target
+        return self._run(True, _snapshot.import_snapshot, data, thread_id)
 
     def events(self, thread_id: str, kind: str | None = None) -> tuple[StoreEvent, ...]:
         """The thread's events (only those of ``kind`` when given), oldest first."""
-        check_thread_id(thread_id)
-        if kind is not None:
-            check_event_kind(kind)
-        with self._session(write=False) as session:
-            get_thread(session, thread_id)
-            statement = select(EventRow).where(EventRow.thread_id == thread_id)
-            if kind is not None:
-                statement = statement.where(EventRow.kind == kind)
-            rows = session.exec(statement.order_by(col(EventRow.id)))
-            return tuple(
-                StoreEvent(
-                    r.id or 0,
-                    r.thread_id,
-                    r.kind,
-                    load_json(r.payload, "event"),
-                    parse_iso(r.created_at),
-                )
-                for r in rows
-            )
+        return self._run(False, _thread_ops.events, thread_id, kind)
 
     def record_event(self, thread_id: str, kind: str, payload: Mapping[str, Any]) -> None:
         """Record an event of your own (e.g. ``context.compressed``) with a JSON payload."""
-        check_thread_id(thread_id)
-        with self._session(write=True) as session:
-            get_thread(session, thread_id, lock=True)
-            record_event(session, thread_id, kind, payload)
+        self._run(True, _thread_ops.add_event, thread_id, kind, payload)
 
     def build(
         self,
@@ -298,16 +379,10 @@ class MemoryStore(ViewMethods):
         ``context.built`` event records the budget, the token count and how
         many chunks were included and left out.
         """
-        check_thread_id(thread_id)
-        return build_thread(self._session, thread_id, builder or self.builder, max_tokens, options)
-
-
-def _info(row: ThreadRow) -> ThreadInfo:
-    return ThreadInfo(
-        row.id,
-        parse_iso(row.created_at),
-        row.last_seq,
-        row.batch,
-        row.last_batch + 1,
-        metadata_of(row),
-    )
+        builder = builder or self.builder
+        parsed = parse_build_options(max_tokens, options)
+        keys = _build.cache_keys(builder, parsed)
+        loaded = self._run(False, _build.load_build, thread_id, *keys)
+        result, built = _build.build_loaded(builder, loaded, parsed)
+        self._run(True, _build.record_build, thread_id, built)
+        return result

@@ -1,40 +1,16 @@
-"""Non-destructive views (seed 001): which stored chunks are visible, batch by batch.
+"""What each view operation computes: the new visible list from the current one (no I/O).
 
-A view operation never deletes or changes a stored chunk. It computes a new
-list of visible chunks from the current one, stores it as a new batch and
-makes that batch current. Chunks appended later are visible after the view.
-A rollback starts a new batch that shows what an earlier batch shows (plus
-the chunks appended since): rollbacks are batches too, so they can be
-rolled back in turn.
+The operations that store the result as a batch are in :mod:`memctx.store._view_ops`.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, TypeAlias
 
-from sqlmodel import Session
-
 from memctx._chunk import ROLES, Chunk, ChunkType, Role
-from memctx._exceptions import StoreArgumentError, ViewOperationError
+from memctx._exceptions import ViewOperationError
 from memctx._validators import describe, int_in_range, message_error, non_empty_str
-from memctx.store._queries import (
-    check_payload,
-    chunk_not_found,
-    get_batch,
-    get_thread,
-    new_batch,
-    prepare_chunks,
-    record_event,
-    rows_by_chunk_id,
-    split_existing,
-    store_new,
-    visible_rows,
-    visible_seqs,
-)
-from memctx.store._records import VIEW_CHANGED
-from memctx.store._schema import ChunkRecord, ThreadRow, row_to_chunk
 
 Visible: TypeAlias = list[tuple[int, Chunk]]
 """The visible chunks with their sequence numbers, in view order."""
@@ -75,7 +51,7 @@ def truncation(**given: Any) -> tuple[str, Any]:
 
 
 def truncate_view(view: list[int], name: str, value: Any) -> list[int]:
-    """Apply one truncation (slice semantics, as in seed 001) to ``view``."""
+    """Apply one truncation (slice semantics) to ``view``."""
     if name == "keep_first":
         return view[:value]
     if name == "keep_last":
@@ -197,156 +173,3 @@ def filter_predicate(
         return all(s in text for s in contains) and not any(s in text for s in excludes)
 
     return keep
-
-
-def change_view(
-    session: Session,
-    thread_id: str,
-    operation: str,
-    params: Mapping[str, Any],
-    compute: Compute,
-    new_chunks: Sequence[Chunk] = (),
-    origin: str = "insert",
-    refers_to: str | None = None,
-) -> int:
-    """Run one view operation in the caller's write transaction; return the new batch.
-
-    ``new_chunks`` (insert, replace) are stored first; one that is already
-    stored unchanged is reused, unless it is visible already. ``refers_to``
-    is a chunk id the operation needs visible (replace by id): one the
-    thread does not hold is a :class:`~memctx.ChunkNotFoundError`.
-    """
-    thread = get_thread(session, thread_id, lock=True)
-    previous = thread.batch
-    visible: Visible = [
-        (row.seq, row_to_chunk(row))
-        for row in visible_rows(session, get_batch(session, thread_id, previous))
-    ]
-    if refers_to is not None and all(chunk.id != refers_to for _, chunk in visible):
-        if not rows_by_chunk_id(session.connection(), thread_id, [refers_to]):
-            raise chunk_not_found(session, thread_id, refers_to)
-        raise ViewOperationError(
-            f"chunk {refers_to!r} is hidden in the current batch; only visible chunks can be "
-            "replaced"
-        )
-    seqs: list[int] = []
-    if new_chunks:
-        existing, seqs = place_chunks(session, thread, new_chunks, origin)
-        shown = {seq for seq, _ in visible}
-        for row in existing.values():
-            if row.seq in shown:
-                raise ViewOperationError(
-                    f"chunk {row.chunk_id!r} is visible already; a chunk is shown only once"
-                )
-    view = compute(visible, seqs)
-    return _new_view(session, thread, operation, params, view, previous, len(visible))
-
-
-def place_chunks(
-    session: Session, thread: ThreadRow, chunks: Sequence[Chunk], origin: str
-) -> tuple[dict[str, ChunkRecord], list[int]]:
-    """Store the chunks not stored yet; return the stored ones and every chunk's sequence number.
-
-    A chunk stored already must be the same chunk (else
-    :class:`~memctx.ChunkConflictError`); one given twice is a
-    :class:`~memctx.ViewOperationError` (a view shows a chunk once).
-    """
-    prepared = prepare_chunks(thread.id, chunks)
-    if len(prepared) != len(chunks):
-        twice = next(i for i, n in Counter(c.id for c in chunks).items() if n > 1)
-        raise ViewOperationError(f"chunk {twice!r} is given twice; a view shows a chunk once")
-    existing, new = split_existing(session.connection(), thread.id, prepared)
-    added = iter(store_new(session, thread, new, origin))
-    return existing, [existing[cid].seq if cid in existing else next(added) for cid in prepared]
-
-
-def check_events(events: object) -> list[tuple[str, Mapping[str, Any]]]:
-    """Events to record: ``(kind, payload)`` pairs, each checked by :func:`check_payload`."""
-    if isinstance(events, str | bytes | Mapping) or not isinstance(events, Iterable):
-        raise StoreArgumentError(f"events must be (kind, payload) pairs, got {describe(events)}")
-    checked: list[tuple[str, Mapping[str, Any]]] = []
-    for event in events:
-        if not isinstance(event, tuple | list) or len(event) != 2:
-            raise StoreArgumentError(
-                f"an event must be a (kind, payload) pair, got {describe(event)}"
-            )
-        kind, payload = event
-        check_payload(kind, payload)
-        checked.append((kind, payload))
-    return checked
-
-
-def apply_view(
-    session: Session,
-    thread_id: str,
-    chunks: Sequence[Chunk],
-    operation: str,
-    params: Mapping[str, Any],
-    events: Sequence[tuple[str, Mapping[str, Any]]],
-) -> int:
-    """Make ``chunks`` the visible list as one new batch; record ``events`` with it."""
-    thread = get_thread(session, thread_id, lock=True)
-    previous = thread.batch
-    before = len(visible_seqs(session, get_batch(session, thread_id, previous)))
-    _, view = place_chunks(session, thread, chunks, "view")
-    number = _new_view(session, thread, operation, params, view, previous, before)
-    for kind, payload in events:
-        record_event(session, thread_id, kind, payload)
-    return number
-
-
-def _new_view(
-    session: Session,
-    thread: ThreadRow,
-    operation: str,
-    params: Mapping[str, Any],
-    view: list[int],
-    previous: int,
-    before: int,
-) -> int:
-    batch = new_batch(session, thread, operation, params, view)
-    record_event(
-        session,
-        thread.id,
-        VIEW_CHANGED,
-        {
-            "operation": operation,
-            "params": dict(params),
-            "batch": batch.number,
-            "previous_batch": previous,
-            "visible_before": before,
-            "visible_after": len(view),
-        },
-    )
-    return batch.number
-
-
-def rollback(session: Session, thread_id: str, target: object) -> int:
-    """Start a batch that shows what batch ``target`` shows; return its number."""
-    thread = get_thread(session, thread_id, lock=True)
-    target = _INT.check(target, "batch")
-    if not 0 <= target <= thread.last_batch:
-        raise ViewOperationError(
-            f"thread {thread_id!r} has batches 0..{thread.last_batch}; "
-            f"there is no batch {describe(target)}"
-        )
-    previous = thread.batch
-    before = len(visible_seqs(session, get_batch(session, thread_id, previous)))
-    target_row = get_batch(session, thread_id, target)
-    view = None if target_row.view is None else visible_seqs(session, target_row)
-    batch = new_batch(session, thread, "rollback", {"batch": target}, view)
-    after = len(visible_seqs(session, batch))
-    record_event(
-        session,
-        thread_id,
-        VIEW_CHANGED,
-        {
-            "operation": "rollback",
-            "params": {"batch": target},
-            "batch": batch.number,
-            "previous_batch": previous,
-            "visible_before": before,
-            "visible_after": after,
-        },
-    )
-    return batch.number

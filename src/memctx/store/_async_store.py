@@ -1,0 +1,308 @@
+"""AsyncMemoryStore: the store for asyncio applications, on SQLAlchemy's asyncio support.
+
+It runs the very operations :class:`~memctx.store.MemoryStore` runs
+(:mod:`~memctx.store._thread_ops`, :mod:`~memctx.store._view_ops`,
+:mod:`~memctx.store._snapshot`, :mod:`~memctx.store._build`), each in one
+transaction through ``AsyncSession.run_sync``, so the two stores share one
+implementation and the same guarantees. The drivers are aiosqlite for SQLite
+and psycopg 3's async mode for PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Concatenate, Literal, ParamSpec, Self, TypeVar
+
+from sqlalchemy.engine import URL
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlmodel import Session
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from memctx._builder import ContextBuilder, create_builder
+from memctx._chunk import Chunk, ChunkType
+from memctx._exceptions import StoreError, ThreadExistsError
+from memctx._options import parse_build_options
+from memctx._result import ContextBuildResult
+from memctx._state import MemoryState
+from memctx.store import _build, _snapshot, _thread_ops, _view_ops
+from memctx.store._engine import (
+    create_async_store_engine,
+    database_error,
+    describe,
+    ensure_schema_async,
+    read_engine,
+    resolve_url,
+    write_engine,
+)
+from memctx.store._records import Batch, StoredChunk, StoreEvent, ThreadInfo
+from memctx.store._thread_ops import MakeChunks
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class AsyncMemoryStore:
+    """:class:`~memctx.store.MemoryStore` for asyncio: the same methods, awaited.
+
+    Open one with ``await AsyncMemoryStore.open(url)``; close it with
+    ``await store.close()`` or ``async with``. Every method of
+    :class:`~memctx.store.MemoryStore` is here as a coroutine with the same
+    arguments, result and guarantees (atomic, idempotent appends, gap-free
+    sequences across processes, views and rollback, snapshots, events); see
+    there for each one. ``append_with``'s ``make`` is a plain function: it
+    runs inside the transaction and must not await. :meth:`build` builds in
+    the event loop.
+    """
+
+    def __init__(self, engine: AsyncEngine, url: URL) -> None:
+        """Use :meth:`open`: it checks (and creates or migrates) the schema first."""
+        self._url = url
+        self._engine = engine
+        self._write = write_engine(engine)
+        self._read = read_engine(engine)
+        self._builder: ContextBuilder | None = None
+
+    @classmethod
+    async def open(cls, url: str | os.PathLike[str] | URL | None = None) -> Self:
+        """Open the database at ``url`` (as :meth:`MemoryStore.open` does)."""
+        resolved = resolve_url(url)
+        engine = create_async_store_engine(resolved)
+        try:
+            await ensure_schema_async(engine, describe(resolved))
+        except BaseException:
+            await engine.dispose()
+            raise
+        return cls(engine, resolved)
+
+    # -- the database ---------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """The database URL, without its password."""
+        return describe(self._url)
+
+    @property
+    def backend(self) -> Literal["sqlite", "postgresql"]:
+        """Which database this store uses."""
+        return "postgresql" if self._engine.dialect.name == "postgresql" else "sqlite"
+
+    @property
+    def engine(self) -> AsyncEngine:
+        """The SQLAlchemy engine (for inspection; write through the store's methods)."""
+        return self._engine
+
+    @property
+    def builder(self) -> ContextBuilder:
+        """The builder :meth:`build` and :meth:`filter` use when given none."""
+        if self._builder is None:
+            self._builder = create_builder()
+        return self._builder
+
+    async def close(self) -> None:
+        """Close every connection. The store must not be used afterwards."""
+        await self._engine.dispose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.url!r})"
+
+    @asynccontextmanager
+    async def _session(self, *, write: bool) -> AsyncIterator[AsyncSession]:
+        """One transaction, committed when the block ends, rolled back if it raises."""
+        bind = self._write if write else self._read
+        try:
+            async with (
+                AsyncSession(bind, expire_on_commit=False, autoflush=False) as session,
+                session.begin(),
+            ):
+                yield session
+        except SQLAlchemyError as exc:
+            raise StoreError(f"database error ({self.url}): {database_error(exc)}") from None
+
+    async def _run(
+        self,
+        write: bool,
+        operation: Callable[Concatenate[Session, P], R],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> R:
+        """Run ``operation(session, *args)`` in one transaction."""
+        async with self._session(write=write) as session:
+            # sqlmodel's AsyncSession hands the operation its sync sqlmodel Session;
+            # SQLAlchemy's annotation names the base class.
+            return await session.run_sync(operation, *args, **kwargs)  # type: ignore[arg-type]
+
+    # -- the same methods as MemoryStore ----------------------------------------------------
+
+    async def create_thread(self, thread_id: str | None = None, *, exist_ok: bool = False) -> str:
+        """See :meth:`MemoryStore.create_thread`."""
+        try:
+            return await self._run(True, _thread_ops.create_thread, thread_id)
+        except ThreadExistsError:
+            if not exist_ok:
+                raise
+            assert thread_id is not None
+            return thread_id
+
+    async def has_thread(self, thread_id: str) -> bool:
+        """See :meth:`MemoryStore.has_thread`."""
+        return await self._run(False, _thread_ops.has_thread, thread_id)
+
+    async def thread_info(self, thread_id: str) -> ThreadInfo:
+        """See :meth:`MemoryStore.thread_info`."""
+        return await self._run(False, _thread_ops.thread_info, thread_id)
+
+    async def list_threads(self) -> list[ThreadInfo]:
+        """See :meth:`MemoryStore.list_threads`."""
+        return await self._run(False, _thread_ops.list_threads)
+
+    async def delete_thread(self, thread_id: str) -> None:
+        """See :meth:`MemoryStore.delete_thread`."""
+        await self._run(True, _thread_ops.delete_thread, thread_id)
+
+    async def thread_metadata(self, thread_id: str) -> dict[str, Any]:
+        """See :meth:`MemoryStore.thread_metadata`."""
+        return await self._run(False, _thread_ops.thread_metadata, thread_id)
+
+    async def update_thread_metadata(
+        self, thread_id: str, values: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """See :meth:`MemoryStore.update_thread_metadata`."""
+        return await self._run(True, _thread_ops.update_thread_metadata, thread_id, values)
+
+    async def append(
+        self,
+        thread_id: str,
+        *chunks: Chunk,
+        thread_metadata: Mapping[str, Any] | None = None,
+    ) -> int:
+        """See :meth:`MemoryStore.append`."""
+        return await self._run(True, _thread_ops.append, thread_id, chunks, thread_metadata)
+
+    async def append_with(self, thread_id: str, make: MakeChunks) -> int:
+        """See :meth:`MemoryStore.append_with` (``make`` is a plain function)."""
+        return await self._run(True, _thread_ops.append_with, thread_id, make)
+
+    async def get_current_state(self, thread_id: str) -> MemoryState:
+        """See :meth:`MemoryStore.get_current_state`."""
+        return await self._run(False, _thread_ops.current_state, thread_id)
+
+    async def get_all_chunks(self, thread_id: str) -> tuple[Chunk, ...]:
+        """See :meth:`MemoryStore.get_all_chunks`."""
+        return tuple(item.chunk for item in await self.history(thread_id))
+
+    async def history(self, thread_id: str) -> tuple[StoredChunk, ...]:
+        """See :meth:`MemoryStore.history`."""
+        return await self._run(False, _thread_ops.history, thread_id)
+
+    async def truncate(
+        self,
+        thread_id: str,
+        *,
+        keep_first: int | None = None,
+        keep_last: int | None = None,
+        remove_first: int | None = None,
+        remove_last: int | None = None,
+        range: tuple[int | None, int | None] | None = None,
+    ) -> int:
+        """See :meth:`MemoryStore.truncate`."""
+        given = {
+            "keep_first": keep_first,
+            "keep_last": keep_last,
+            "remove_first": remove_first,
+            "remove_last": remove_last,
+            "range": range,
+        }
+        return await self._run(True, _view_ops.truncate, thread_id, given)
+
+    async def insert(self, thread_id: str, position: int, *chunks: Chunk) -> int:
+        """See :meth:`MemoryStore.insert`."""
+        return await self._run(True, _view_ops.insert, thread_id, position, chunks)
+
+    async def replace(self, thread_id: str, target: int | str, chunk: Chunk) -> int:
+        """See :meth:`MemoryStore.replace`."""
+        return await self._run(True, _view_ops.replace, thread_id, target, chunk)
+
+    async def clear(self, thread_id: str, *, keep_system: bool = True) -> int:
+        """See :meth:`MemoryStore.clear`."""
+        return await self._run(True, _view_ops.clear, thread_id, keep_system)
+
+    async def filter(
+        self,
+        thread_id: str,
+        *,
+        roles: str | Iterable[str] | None = None,
+        types: ChunkType | str | Iterable[ChunkType | str] | None = None,
+        contains: str | Iterable[str] | None = None,
+        excludes: str | Iterable[str] | None = None,
+        builder: ContextBuilder | None = None,
+    ) -> int:
+        """See :meth:`MemoryStore.filter`."""
+        criteria = {"roles": roles, "types": types, "contains": contains, "excludes": excludes}
+        role_of = _view_ops.role_function(builder or self.builder)
+        return await self._run(True, _view_ops.filter_view, thread_id, criteria, role_of)
+
+    async def apply_view(
+        self,
+        thread_id: str,
+        chunks: Sequence[Chunk],
+        *,
+        operation: str,
+        params: Mapping[str, Any] | None = None,
+        events: Sequence[tuple[str, Mapping[str, Any]]] = (),
+    ) -> int:
+        """See :meth:`MemoryStore.apply_view`."""
+        return await self._run(
+            True, _view_ops.apply_view, thread_id, chunks, operation, params, events
+        )
+
+    async def rollback(self, thread_id: str, batch: int) -> int:
+        """See :meth:`MemoryStore.rollback`."""
+        return await self._run(True, _view_ops.rollback, thread_id, batch)
+
+    async def batches(self, thread_id: str) -> tuple[Batch, ...]:
+        """See :meth:`MemoryStore.batches`."""
+        return await self._run(False, _thread_ops.batches, thread_id)
+
+    async def export_snapshot(self, thread_id: str) -> dict[str, Any]:
+        """See :meth:`MemoryStore.export_snapshot`."""
+        return await self._run(False, _snapshot.export_thread, thread_id)
+
+    async def import_snapshot(
+        self, data: Mapping[str, Any] | str | bytes, *, thread_id: str | None = None
+    ) -> str:
+        """See :meth:`MemoryStore.import_snapshot`."""
+        return await self._run(True, _snapshot.import_snapshot, data, thread_id)
+
+    async def events(self, thread_id: str, kind: str | None = None) -> tuple[StoreEvent, ...]:
+        """See :meth:`MemoryStore.events`."""
+        return await self._run(False, _thread_ops.events, thread_id, kind)
+
+    async def record_event(self, thread_id: str, kind: str, payload: Mapping[str, Any]) -> None:
+        """See :meth:`MemoryStore.record_event`."""
+        await self._run(True, _thread_ops.add_event, thread_id, kind, payload)
+
+    async def build(
+        self,
+        thread_id: str,
+        max_tokens: int | None = None,
+        *,
+        builder: ContextBuilder | None = None,
+        **options: Any,
+    ) -> ContextBuildResult:
+        """See :meth:`MemoryStore.build` (the build itself runs in the event loop)."""
+        builder = builder or self.builder
+        parsed = parse_build_options(max_tokens, options)
+        keys = _build.cache_keys(builder, parsed)
+        loaded = await self._run(False, _build.load_build, thread_id, *keys)
+        result, built = _build.build_loaded(builder, loaded, parsed)
+        await self._run(True, _build.record_build, thread_id, built)
+        return result

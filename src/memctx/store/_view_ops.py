@@ -1,0 +1,268 @@
+"""The view operations, each one write transaction: a new batch, its event, never a deletion.
+
+A view operation never deletes or changes a stored chunk. It computes a new
+list of visible chunks from the current one (:mod:`memctx.store._views`),
+stores it as a new batch and makes that batch current. Chunks appended later
+are visible after the view. A rollback starts a new batch that shows what an
+earlier batch shows (plus the chunks appended since): rollbacks are batches
+too, so they can be rolled back in turn.
+
+Every function takes the session of a write transaction and checks its
+arguments before it writes; :class:`~memctx.store.MemoryStore` and
+:class:`~memctx.store.AsyncMemoryStore` both run them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import Row
+from sqlmodel import Session
+
+from memctx._builder import ContextBuilder
+from memctx._chunk import Chunk, ChunkType, Role
+from memctx._exceptions import StoreArgumentError, ViewOperationError
+from memctx._validators import describe, int_in_range, is_bool, message_error, non_empty_str
+from memctx.store import _views
+from memctx.store._queries import (
+    check_payload,
+    check_thread_id,
+    chunk_not_found,
+    get_batch,
+    get_thread,
+    new_batch,
+    prepare_chunks,
+    record_event,
+    rows_by_chunk_id,
+    split_existing,
+    store_new,
+    visible_rows,
+    visible_seqs,
+)
+from memctx.store._records import VIEW_CHANGED
+from memctx.store._schema import ThreadRow, row_to_chunk
+
+_error = message_error(ViewOperationError)
+
+
+def truncate(session: Session, thread_id: str, given: Mapping[str, Any]) -> int:
+    """Show only part of the visible chunks (one of :data:`~._views.TRUNCATIONS`)."""
+    name, value = _views.truncation(**given)
+    return _change(
+        session,
+        thread_id,
+        "truncate",
+        {name: value},
+        lambda visible, _: _views.truncate_view([s for s, _ in visible], name, value),
+    )
+
+
+def insert(session: Session, thread_id: str, position: int, chunks: Sequence[Chunk]) -> int:
+    """Store ``chunks`` (or reuse stored ones) and show them at visible ``position``."""
+    if not chunks:
+        raise ViewOperationError("insert needs at least one chunk")
+    _views.check_position(position)
+
+    def compute(visible: _views.Visible, new: list[int]) -> list[int]:
+        view = [s for s, _ in visible]
+        at = _views.insert_position(position, len(view))
+        return view[:at] + new + view[at:]
+
+    params = {"position": position, "chunk_ids": [getattr(c, "id", None) for c in chunks]}
+    return _change(session, thread_id, "insert", params, compute, chunks, "insert")
+
+
+def replace(session: Session, thread_id: str, target: int | str, chunk: Chunk) -> int:
+    """Show ``chunk`` in place of the visible chunk ``target`` (an index or a chunk id)."""
+    params: dict[str, Any] = {"target": target, "chunk_id": getattr(chunk, "id", None)}
+
+    def compute(visible: _views.Visible, new: list[int]) -> list[int]:
+        index = _views.replace_index(target, visible)
+        params["replaced_chunk_id"] = visible[index][1].id
+        return [new[0] if i == index else s for i, (s, _) in enumerate(visible)]
+
+    refers_to = target if isinstance(target, str) else None
+    return _change(session, thread_id, "replace", params, compute, (chunk,), "replace", refers_to)
+
+
+def clear(session: Session, thread_id: str, keep_system: bool) -> int:
+    """Hide every visible chunk, or every one but the SYSTEM chunks."""
+    is_bool(_error).check(keep_system, "keep_system")
+    return _change(
+        session,
+        thread_id,
+        "clear",
+        {"keep_system": keep_system},
+        lambda visible, _: [s for s, c in visible if keep_system and c.type is ChunkType.SYSTEM],
+    )
+
+
+def role_function(builder: ContextBuilder) -> Callable[[Chunk], Role]:
+    """The chat role ``builder``'s renderers give a chunk."""
+    registry = builder.registry
+    return lambda chunk: registry.resolve(chunk).get_role(chunk)
+
+
+def filter_view(
+    session: Session,
+    thread_id: str,
+    criteria: Mapping[str, Any],
+    role_of: Callable[[Chunk], Role],
+) -> int:
+    """Keep visible only the chunks meeting every criterion (see :func:`_views.filter_params`)."""
+    params = _views.filter_params(**criteria)
+    keep = _views.filter_predicate(params, role_of)
+    return _change(
+        session, thread_id, "filter", params, lambda visible, _: [s for s, c in visible if keep(c)]
+    )
+
+
+def apply_view(
+    session: Session,
+    thread_id: str,
+    chunks: Sequence[Chunk],
+    operation: str,
+    params: Mapping[str, Any] | None,
+    events: Iterable[tuple[str, Mapping[str, Any]]],
+) -> int:
+    """Make ``chunks`` the visible list as one new batch; record ``events`` with it."""
+    check_thread_id(thread_id)
+    non_empty_str(_error, blank_ok=False).check(operation, "operation")
+    if isinstance(chunks, str | bytes) or not isinstance(chunks, Sequence):
+        raise ViewOperationError(f"chunks must be a sequence of chunks, got {describe(chunks)}")
+    params = {} if params is None else params
+    check_payload(operation, params)
+    checked = _check_events(events)
+    thread = get_thread(session, thread_id, lock=True)
+    previous = thread.batch
+    before = len(visible_seqs(session, get_batch(session, thread_id, previous)))
+    _, view = _place(session, thread, chunks, "view")
+    number = _new_view(session, thread, operation, params, view, previous, before)
+    for kind, payload in checked:
+        record_event(session, thread_id, kind, payload)
+    return number
+
+
+def rollback(session: Session, thread_id: str, target: object) -> int:
+    """Start a batch that shows what batch ``target`` shows; return its number."""
+    check_thread_id(thread_id)
+    thread = get_thread(session, thread_id, lock=True)
+    target = int_in_range(_error).check(target, "batch")
+    if not 0 <= target <= thread.last_batch:
+        raise ViewOperationError(
+            f"thread {thread_id!r} has batches 0..{thread.last_batch}; "
+            f"there is no batch {describe(target)}"
+        )
+    previous = thread.batch
+    before = len(visible_seqs(session, get_batch(session, thread_id, previous)))
+    target_row = get_batch(session, thread_id, target)
+    view = None if target_row.view is None else visible_seqs(session, target_row)
+    return _new_view(session, thread, "rollback", {"batch": target}, view, previous, before)
+
+
+def _change(
+    session: Session,
+    thread_id: str,
+    operation: str,
+    params: Mapping[str, Any],
+    compute: _views.Compute,
+    new_chunks: Sequence[Chunk] = (),
+    origin: str = "insert",
+    refers_to: str | None = None,
+) -> int:
+    """Run one view operation; return the new batch.
+
+    ``new_chunks`` (insert, replace) are stored first; one that is already
+    stored unchanged is reused, unless it is visible already. ``refers_to``
+    is a chunk id the operation needs visible (replace by id): one the
+    thread does not hold is a :class:`~memctx.ChunkNotFoundError`.
+    """
+    check_thread_id(thread_id)
+    thread = get_thread(session, thread_id, lock=True)
+    previous = thread.batch
+    visible: _views.Visible = [
+        (row.seq, row_to_chunk(row))
+        for row in visible_rows(session, get_batch(session, thread_id, previous))
+    ]
+    if refers_to is not None and all(chunk.id != refers_to for _, chunk in visible):
+        if not rows_by_chunk_id(session, thread_id, [refers_to]):
+            raise chunk_not_found(session, thread_id, refers_to)
+        raise ViewOperationError(
+            f"chunk {refers_to!r} is hidden in the current batch; only visible chunks can be "
+            "replaced"
+        )
+    seqs: list[int] = []
+    if new_chunks:
+        existing, seqs = _place(session, thread, new_chunks, origin)
+        shown = {seq for seq, _ in visible}
+        for row in existing.values():
+            if row.seq in shown:
+                raise ViewOperationError(
+                    f"chunk {row.chunk_id!r} is visible already; a chunk is shown only once"
+                )
+    view = compute(visible, seqs)
+    return _new_view(session, thread, operation, params, view, previous, len(visible))
+
+
+def _place(
+    session: Session, thread: ThreadRow, chunks: Sequence[Chunk], origin: str
+) -> tuple[dict[str, Row[Any]], list[int]]:
+    """Store the chunks not stored yet; return the stored ones and every chunk's sequence number.
+
+    A chunk stored already must be the same chunk (else
+    :class:`~memctx.ChunkConflictError`); one given twice is a
+    :class:`~memctx.ViewOperationError` (a view shows a chunk once).
+    """
+    prepared = prepare_chunks(thread.id, chunks)
+    if len(prepared) != len(chunks):
+        twice = next(i for i, n in Counter(c.id for c in chunks).items() if n > 1)
+        raise ViewOperationError(f"chunk {twice!r} is given twice; a view shows a chunk once")
+    existing, new = split_existing(session, thread.id, prepared)
+    added = iter(store_new(session, thread, new, origin))
+    return existing, [existing[cid].seq if cid in existing else next(added) for cid in prepared]
+
+
+def _new_view(
+    session: Session,
+    thread: ThreadRow,
+    operation: str,
+    params: Mapping[str, Any],
+    view: list[int] | None,
+    previous: int,
+    before: int,
+) -> int:
+    """Store ``view`` as the thread's new current batch with its ``view.changed`` event."""
+    batch = new_batch(session, thread, operation, params, view)
+    after = len(view) if view is not None else len(visible_seqs(session, batch))
+    record_event(
+        session,
+        thread.id,
+        VIEW_CHANGED,
+        {
+            "operation": operation,
+            "params": dict(params),
+            "batch": batch.number,
+            "previous_batch": previous,
+            "visible_before": before,
+            "visible_after": after,
+        },
+    )
+    return batch.number
+
+
+def _check_events(events: object) -> list[tuple[str, Mapping[str, Any]]]:
+    """Events to record: ``(kind, payload)`` pairs, each checked by :func:`check_payload`."""
+    if isinstance(events, str | bytes | Mapping) or not isinstance(events, Iterable):
+        raise StoreArgumentError(f"events must be (kind, payload) pairs, got {describe(events)}")
+    checked: list[tuple[str, Mapping[str, Any]]] = []
+    for event in events:
+        if not isinstance(event, tuple | list) or len(event) != 2:
+            raise StoreArgumentError(
+                f"an event must be a (kind, payload) pair, got {describe(event)}"
+            )
+        kind, payload = event
+        check_payload(kind, payload)
+        checked.append((kind, payload))
+    return checked
