@@ -101,6 +101,7 @@ def test_a_build_records_its_budget_count_and_what_was_left_out(
         "included": len(result.included_chunk_ids),
         "excluded": len(result.excluded_chunk_ids),
         "tokens_reused": 0, "tokens_counted": event.payload["tokens_counted"],
+        "prefix_tokens_shared": 0,
     }  # fmt: skip
     assert event.payload["tokens_counted"] >= len(result.included_chunk_ids)
 
@@ -246,3 +247,33 @@ class TestEvents:
         with pytest.raises(StoreArgumentError, match=message):
             store.record_event(long_thread, kind, payload)  # type: ignore[arg-type]
         assert db_rows() == before
+
+
+def test_a_rebuild_after_an_append_reports_the_prefix_the_two_requests_share(
+    store: MemoryStore, long_thread: str
+) -> None:
+    tokenizer = create_tokenizer("gpt-4o")
+    first = store.build(long_thread, max_tokens=100_000, tokenizer=tokenizer, strategy="stable")
+    store.append(long_thread, chunks.assistant("noted", id="later"))
+
+    second = store.build(long_thread, max_tokens=100_000, tokenizer=tokenizer, strategy="stable")
+
+    event = store.events(long_thread, kind="context.built")[-1]
+    assert second.prefix_tokens_shared > first.token_count - 10
+    assert event.payload["prefix_tokens_shared"] == second.prefix_tokens_shared
+    assert second.included_chunk_ids[-1] == "later"
+    assert event.payload["visible"] == len(second.included_chunk_ids)
+
+
+def test_a_view_change_between_builds_is_seen_by_the_next_build(
+    store: MemoryStore, long_thread: str
+) -> None:
+    tokenizer = create_tokenizer("gpt-4o")
+    store.build(long_thread, tokenizer=tokenizer)
+    store.truncate(long_thread, keep_last=2)
+    store.append(long_thread, chunks.user("after the view", id="after"))
+
+    result = store.build(long_thread, tokenizer=tokenizer)
+
+    assert result.included_chunk_ids == (*store.get_current_state(long_thread).ids,)
+    assert len(result.included_chunk_ids) == 3

@@ -64,6 +64,7 @@ class AsyncMemoryStore:
         self._write = write_engine(engine)
         self._read = read_engine(engine)
         self._builder: ContextBuilder | None = None
+        self._built_states = _build.BuiltStates()
 
     @classmethod
     async def open(cls, url: str | os.PathLike[str] | URL | None = None) -> Self:
@@ -302,7 +303,9 @@ class AsyncMemoryStore:
         builder = builder or self.builder
         parsed = parse_build_options(max_tokens, options)
         keys = _build.cache_keys(builder, parsed)
-        loaded = await self._run(False, _build.load_build, thread_id, *keys)
+        base = self._built_states.get(thread_id)
+        loaded = await self._run(False, _build.load_build, thread_id, *keys, base)
         result, built = _build.build_loaded(builder, loaded, parsed)
         await self._run(True, _build.record_build, thread_id, built)
+        self._built_states.put(thread_id, built.state)
         return result

@@ -20,6 +20,7 @@ parses them.
 from __future__ import annotations
 
 import hashlib
+import threading
 from typing import Any
 
 import attrs
@@ -31,6 +32,7 @@ from memctx._options import BuildOptions
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
 from memctx.store._queries import (
+    appended_rows_after,
     check_thread_id,
     get_batch,
     get_thread,
@@ -44,14 +46,56 @@ from memctx.store._schema import row_to_chunk
 
 
 @attrs.frozen
+class BuiltState:
+    """The state a store built for a thread last, and what it was read from."""
+
+    created_at: object
+    batch: int
+    state: MemoryState
+    seqs: tuple[int, ...]
+
+
+class BuiltStates:
+    """The last state built per thread (the most recent :data:`THREADS_KEPT` threads).
+
+    The next build of the thread, while its batch is the same, reads only the
+    chunks appended since and extends that state: the builder then knows the
+    history (incremental rebuilds, ``prefix_tokens_shared``).
+    """
+
+    THREADS_KEPT = 64
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_thread: dict[str, BuiltState] = {}
+
+    def get(self, thread_id: str) -> BuiltState | None:
+        with self._lock:
+            return self._by_thread.get(thread_id)
+
+    def put(self, thread_id: str, built: BuiltState) -> None:
+        with self._lock:
+            self._by_thread.pop(thread_id, None)
+            self._by_thread[thread_id] = built
+            while len(self._by_thread) > self.THREADS_KEPT:
+                del self._by_thread[next(iter(self._by_thread))]
+
+
+@attrs.frozen
 class Loaded:
-    """What a build of a thread reads: its visible chunks and their stored counts."""
+    """What a build of a thread reads: its visible chunks and their stored counts.
+
+    With ``base`` (the state built last, the batch unchanged since), ``chunks``
+    and ``seqs`` are only those appended after it.
+    """
 
     thread_id: str
+    created_at: object
     batch: int
     chunks: list[Chunk]
     seqs: list[int]
     cached: dict[int, int]
+    base: BuiltState | None = None
 
 
 @attrs.frozen
@@ -62,6 +106,7 @@ class Built:
     renderer: str
     counted: dict[int, int]
     payload: dict[str, Any]
+    state: BuiltState
 
 
 def tokenizer_key(tokenizer: object) -> str | None:
@@ -80,14 +125,39 @@ def cache_keys(builder: ContextBuilder, options: BuildOptions) -> tuple[str | No
     return tokenizer_key(options.tokenizer or builder.tokenizer), renderer_key(builder)
 
 
-def load_build(session: Session, thread_id: str, tokenizer: str | None, renderer: str) -> Loaded:
-    """Read the thread's visible chunks and the counts stored for them (a read transaction)."""
+def load_build(
+    session: Session,
+    thread_id: str,
+    tokenizer: str | None,
+    renderer: str,
+    base: BuiltState | None = None,
+) -> Loaded:
+    """Read the thread's visible chunks and the counts stored for them (a read transaction).
+
+    When ``base`` is the state built last for this very thread and batch, only
+    the chunks appended since are read.
+    """
     check_thread_id(thread_id)
     thread = get_thread(session, thread_id)
-    rows = visible_rows(session, get_batch(session, thread_id, thread.batch))
+    if (
+        base is not None
+        and base.batch == thread.batch
+        and base.created_at == thread.created_at
+        and base.seqs
+    ):
+        rows = appended_rows_after(session, thread_id, base.seqs[-1])
+    else:
+        base = None
+        rows = visible_rows(session, get_batch(session, thread_id, thread.batch))
     cached = {} if tokenizer is None else load_counts(session, thread_id, tokenizer, renderer)
     return Loaded(
-        thread_id, thread.batch, [row_to_chunk(r) for r in rows], [r.seq for r in rows], cached
+        thread_id,
+        thread.created_at,
+        thread.batch,
+        [row_to_chunk(r) for r in rows],
+        [r.seq for r in rows],
+        cached,
+        base,
     )
 
 
@@ -97,15 +167,20 @@ def build_loaded(
     """Build the loaded chunks with their stored counts seeded; no I/O."""
     tokenizer = options.tokenizer or builder.tokenizer
     key = tokenizer_key(tokenizer)
-    state = MemoryState(loaded.chunks, thread_id=loaded.thread_id)
-    seeds = {i: loaded.cached[seq] for i, seq in enumerate(loaded.seqs) if seq in loaded.cached}
+    if loaded.base is not None:
+        state = loaded.base.state.extend(loaded.chunks)
+        seqs = (*loaded.base.seqs, *loaded.seqs)
+    else:
+        state = MemoryState(loaded.chunks, thread_id=loaded.thread_id)
+        seqs = tuple(loaded.seqs)
+    seeds = {i: loaded.cached[seq] for i, seq in enumerate(seqs) if seq in loaded.cached}
     if key is not None and seeds:
         builder.seed_token_counts(state, tokenizer, seeds)
     result = builder.build(state, options=options)
     counted: dict[int, int] = {}
     if key is not None:
         for position, count in builder.token_counts(state, tokenizer).items():
-            seq = loaded.seqs[position]
+            seq = seqs[position]
             if seq not in loaded.cached:
                 counted[seq] = count
     included = len(result.included_chunk_ids)
@@ -119,13 +194,15 @@ def build_loaded(
         "token_count": result.token_count,
         "token_count_exact": result.token_count_exact,
         "messages": len(result.messages),
-        "visible": len(loaded.chunks),
+        "visible": len(state),
         "included": included,
-        "excluded": len(loaded.chunks) - included,
+        "excluded": len(state) - included,
         "tokens_reused": len(seeds) if key is not None else 0,
         "tokens_counted": len(counted),
+        "prefix_tokens_shared": result.prefix_tokens_shared,
     }
-    return result, Built(key, renderer_key(builder), counted, payload)
+    built = BuiltState(loaded.created_at, loaded.batch, state, seqs)
+    return result, Built(key, renderer_key(builder), counted, payload, built)
 
 
 def record_build(session: Session, thread_id: str, built: Built) -> None:

@@ -201,6 +201,11 @@ def visible_rows(session: Session, batch: BatchRow) -> list[Row[Any]]:
     return [by_seq[s] for s in view] + appended
 
 
+def appended_rows_after(session: Session, thread_id: str, seq: int) -> list[Row[Any]]:
+    """The rows appended to the thread after sequence number ``seq``, in order."""
+    return list(_rows(session, _APPENDED_ROWS, {"thread_id": thread_id, "base_seq": seq}))
+
+
 def _parts(values: Sequence[Any]) -> Iterator[Sequence[Any]]:
     for start in range(0, len(values), _IN_CHUNK):
         yield values[start : start + _IN_CHUNK]

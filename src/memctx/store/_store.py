@@ -62,6 +62,7 @@ class MemoryStore:
         self._write = write_engine(self._engine)
         self._read = read_engine(self._engine)
         self._builder: ContextBuilder | None = None
+        self._built_states = _build.BuiltStates()
         try:
             ensure_schema(self._engine, describe(self._url))
         except BaseException:
@@ -382,7 +383,9 @@ class MemoryStore:
         builder = builder or self.builder
         parsed = parse_build_options(max_tokens, options)
         keys = _build.cache_keys(builder, parsed)
-        loaded = self._run(False, _build.load_build, thread_id, *keys)
+        base = self._built_states.get(thread_id)
+        loaded = self._run(False, _build.load_build, thread_id, *keys, base)
         result, built = _build.build_loaded(builder, loaded, parsed)
         self._run(True, _build.record_build, thread_id, built)
+        self._built_states.put(thread_id, built.state)
         return result
