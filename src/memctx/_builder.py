@@ -78,14 +78,17 @@ class ContextBuilder:
         self, state: MemoryState, opts: BuildOptions, tokenizer: Tokenizer, cache: HistoryCache
     ) -> ContextBuildResult:
         items, length = state.shared_history.items, len(state)
-        costs, count_key = self._chunk_costs(cache, items, length, tokenizer)
-        candidates = filter_candidates(items, length, opts, state.index_of)  # 1. filter
+        count_key, adds_up = self._count_key(tokenizer)
         key = (opts, count_key)
         last = cache.by_options.get(key)
         if last is not None and last.length == length:
             return last.result  # this very state, built the same way before
         if last is not None and last.length > length:
             last = None
+        costs = ChunkCosts(
+            cache, items, length, count_key[0], self.render_chunk, tokenizer, count_key, adds_up
+        )
+        candidates = filter_candidates(items, length, opts, state.index_of)  # 1. filter
         units = cache.units_index(items, length)
         pinned = pin(candidates, units, opts, state.index_of)  # 2. pin
         prompt = prompt_segment(opts.system_prompt)
@@ -191,14 +194,17 @@ class ContextBuilder:
         """The chain key as text; persisted token counts are only valid under the same one."""
         return "|".join(map(repr, self.chain_key))
 
+    def _count_key(self, tokenizer: Tokenizer) -> tuple[CountKey, bool]:
+        """The key of counts by this renderer chain and ``tokenizer``; whether they add up."""
+        tokenizer_key, adds_up = tokenizer_traits(tokenizer)
+        return (self.chain_key, tokenizer_key), adds_up
+
     def _chunk_costs(
         self, cache: HistoryCache, items: list[Chunk], length: int, tokenizer: Tokenizer
     ) -> tuple[ChunkCosts, CountKey]:
-        chain = self.chain_key
-        tokenizer_key, adds_up = tokenizer_traits(tokenizer)
-        count_key: CountKey = (chain, tokenizer_key)
+        count_key, adds_up = self._count_key(tokenizer)
         costs = ChunkCosts(
-            cache, items, length, chain, self.render_chunk, tokenizer, count_key, adds_up
+            cache, items, length, count_key[0], self.render_chunk, tokenizer, count_key, adds_up
         )
         return costs, count_key
 

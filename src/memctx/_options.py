@@ -83,7 +83,7 @@ def _clean_prompt(value: object) -> Any:
     return sanitize(value) if isinstance(value, str) else value
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, cache_hash=True)
 class BuildOptions:
     """How to build: the budget, what to include, and how to choose when it does not all fit.
 
