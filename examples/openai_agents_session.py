@@ -37,8 +37,9 @@ async def run(db: Path) -> dict[str, Any]:
             [assistant_message("Done: retries is 5.")],
         ]
     )
-    agent = Agent(name="coder", instructions="You are a terse coding agent.", model=model,
-                  tools=[read_file])  # fmt: skip
+    agent = Agent(
+        name="coder", instructions="You are a terse coding agent.", model=model, tools=[read_file]
+    )
     config = RunConfig(tracing_disabled=True)
     with MemoryStore.open(db) as store:
         session = MemctxSession(
@@ -50,8 +51,10 @@ async def run(db: Path) -> dict[str, Any]:
             assert report is not None
             kept, left_out = len(report.included_chunk_ids), len(report.excluded_chunk_ids)
             print(f"> {question}\n{result.final_output}")
-            print(f"  history sent: {kept} of {kept + left_out} stored items, "
-                  f"{report.token_count} tokens (budget {BUDGET})")  # fmt: skip
+            print(
+                f"  history sent: {kept} of {kept + left_out} stored items, "
+                f"{report.token_count} tokens (budget {BUDGET})"
+            )
         stored = len(store.get_all_chunks("demo"))
     return {"calls": model.calls, "stored": stored}
 

@@ -50,8 +50,10 @@ def main() -> dict[str, Any]:
         assert report is not None
         print(f"> {question}\n{result.output}")
         total = len(report.included_chunk_ids) + len(report.excluded_chunk_ids)
-        print(f"  {len(report.included_chunk_ids)} of {total} parts kept, "
-              f"{report.token_count} tokens (budget {BUDGET})")  # fmt: skip
+        print(
+            f"  {len(report.included_chunk_ids)} of {total} parts kept, "
+            f"{report.token_count} tokens (budget {BUDGET})"
+        )
     return {"seen": seen, "history": history}
 
 

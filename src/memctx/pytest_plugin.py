@@ -1,10 +1,10 @@
 """memctx's pytest plugin: snapshot-test your rendered prompts.
 
-Loaded by pytest automatically once memctx is installed (``pytest11`` entry point).
-The fixtures need syrupy, which ``pip install 'memctx[pytest]'`` brings. Without
-it the plugin stays out of the way: it imports nothing beyond pytest, changes
-nothing in the session, and a test that asks for ``context_snapshot`` fails
-with a message naming the extra.
+Loaded by pytest automatically once memctx is installed with syrupy
+(``pip install 'memctx[pytest]'``): the ``pytest11`` entry point is the small
+:mod:`memctx_pytest` module, which loads this one only when syrupy is there.
+Without syrupy nothing of memctx is imported, and a test that asks for
+``context_snapshot`` fails with a message naming the extra.
 
 Fixtures
 --------
@@ -55,6 +55,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from memctx_pytest import MISSING_SYRUPY
+
 if TYPE_CHECKING:
     from memctx._builder import ContextBuilder
     from memctx._snapshot_scope import RunRecord
@@ -64,10 +66,6 @@ __all__ = ["context_snapshot", "context_snapshot_builder"]
 
 SNAPSHOT_DIR_INI = "memctx_snapshot_dir"
 DEFAULT_SNAPSHOT_DIR = "snapshots"  # the same as memctx.snapshot.DEFAULT_SNAPSHOT_DIR
-MISSING_SYRUPY = (
-    "memctx's context_snapshot fixture needs syrupy, which is not installed: "
-    "pip install 'memctx[pytest]'"
-)
 
 
 def syrupy_installed() -> bool:

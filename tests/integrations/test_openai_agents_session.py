@@ -11,18 +11,22 @@ import pytest
 
 pytest.importorskip("agents")
 
-from agents import Agent, RunConfig, Runner  # noqa: E402
-from agents.memory import Session  # noqa: E402
-from agents.testing import ScriptedModel, assistant_message  # noqa: E402
+from agents import Agent, RunConfig, Runner
+from agents.memory import Session
+from agents.testing import ScriptedModel, assistant_message
 
-from memctx import create_tokenizer  # noqa: E402
-from memctx.integrations.openai_agents import ITEM_KEY, MemctxSession  # noqa: E402
-from memctx.store import MemoryStore  # noqa: E402
+from memctx import create_tokenizer
+from memctx.integrations.openai_agents import ITEM_KEY, MemctxSession
+from memctx.store import MemoryStore
 
 ROOT = Path(__file__).parent.parent.parent
 
-CALL = {"type": "function_call", "call_id": "c1", "name": "read_file",
-        "arguments": '{"path": "a.py"}'}  # fmt: skip
+CALL = {
+    "type": "function_call",
+    "call_id": "c1",
+    "name": "read_file",
+    "arguments": '{"path": "a.py"}',
+}
 OUTPUT = {"type": "function_call_output", "call_id": "c1", "output": "x = 1\n" * 200}
 
 
@@ -42,9 +46,16 @@ class TestSessionProtocol:
 
     def test_items_come_back_as_they_were_added(self, store: MemoryStore) -> None:
         session = MemctxSession("s", store)
-        items = [{"role": "user", "content": "hi"}, CALL, OUTPUT,
-                 {"role": "assistant", "content": [{"type": "output_text", "text": "ok"}],
-                  "type": "message"}]  # fmt: skip
+        items = [
+            {"role": "user", "content": "hi"},
+            CALL,
+            OUTPUT,
+            {
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "ok"}],
+                "type": "message",
+            },
+        ]
 
         run(session.add_items(items))
 
@@ -52,7 +63,10 @@ class TestSessionProtocol:
         assert run(session.get_items(limit=2)) == items[-2:]
         chunk = store.get_all_chunks("s")[2]
         assert (chunk.action, chunk.metadata.tool, chunk.metadata.call_id) == (
-            "tool_result", "read_file", "c1")  # fmt: skip
+            "tool_result",
+            "read_file",
+            "c1",
+        )
         assert chunk.metadata.custom[ITEM_KEY]["output"] == OUTPUT["output"]
 
     def test_an_output_added_later_is_named_after_its_call(self, store: MemoryStore) -> None:
@@ -67,8 +81,16 @@ class TestSessionProtocol:
     ) -> None:
         tokenizer = create_tokenizer("gpt-4o")
         session = MemctxSession("s", store, max_tokens=120, tokenizer=tokenizer)
-        run(session.add_items([{"role": "user", "content": "read a.py"}, CALL, OUTPUT,
-                               {"role": "user", "content": "thanks"}]))  # fmt: skip
+        run(
+            session.add_items(
+                [
+                    {"role": "user", "content": "read a.py"},
+                    CALL,
+                    OUTPUT,
+                    {"role": "user", "content": "thanks"},
+                ]
+            )
+        )
 
         items = run(session.get_items())
 
@@ -88,9 +110,7 @@ class TestSessionProtocol:
         assert items[1]["role"] == "user"
         assert "<user_message" in items[1]["content"]
 
-    def test_pop_and_clear_hide_items_but_the_history_keeps_them(
-        self, store: MemoryStore
-    ) -> None:
+    def test_pop_and_clear_hide_items_but_the_history_keeps_them(self, store: MemoryStore) -> None:
         session = MemctxSession("s", store)
         run(session.add_items([{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]))
 

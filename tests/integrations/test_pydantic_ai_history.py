@@ -9,8 +9,8 @@ import pytest
 
 pytest.importorskip("pydantic_ai")
 
-from pydantic_ai import Agent  # noqa: E402
-from pydantic_ai.messages import (  # noqa: E402
+from pydantic_ai import Agent
+from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
     ModelResponse,
@@ -20,10 +20,10 @@ from pydantic_ai.messages import (  # noqa: E402
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from memctx import create_tokenizer  # noqa: E402
-from memctx.integrations.pydantic_ai import MemctxHistoryProcessor, messages_to_state  # noqa: E402
+from memctx import create_tokenizer
+from memctx.integrations.pydantic_ai import MemctxHistoryProcessor, messages_to_state
 
 ROOT = Path(__file__).parent.parent.parent
 
@@ -43,7 +43,13 @@ class TestProcessor:
         state = messages_to_state(history())
 
         assert [c.type.value for c in state] == [
-            "SYSTEM", "AGENT", "WORKFLOW", "ENVIRONMENT", "AGENT", "AGENT"]  # fmt: skip
+            "SYSTEM",
+            "AGENT",
+            "WORKFLOW",
+            "ENVIRONMENT",
+            "AGENT",
+            "AGENT",
+        ]
         assert state.get("m1.p0").metadata.call_id == state.get("m2.p0").metadata.call_id == "c1"
         assert state.ids[0] == "m0.p0"
 

@@ -123,9 +123,11 @@ def item_to_chunk(item: Any, tool_names: Mapping[str, str] | None = None) -> Chu
         output = raw.get("output")
         name = (tool_names or {}).get(call_id, "function")
         return chunks.tool_result(
-            name, output if isinstance(output, str) else json.dumps(output), call_id=call_id,
+            name,
+            output if isinstance(output, str) else json.dumps(output),
+            call_id=call_id,
             custom=keep,
-        )  # fmt: skip
+        )
     if kind == "reasoning":
         summary = raw.get("summary") or []
         text = "\n".join(str(s.get("text", "")) for s in summary if isinstance(s, Mapping))
@@ -224,8 +226,9 @@ class MemctxSession:
             for p in plain
             if p.get("type") == "function_call"
         }
-        if any(p.get("type") == "function_call_output" and p.get("call_id") not in names
-               for p in plain):  # fmt: skip
+        if any(
+            p.get("type") == "function_call_output" and p.get("call_id") not in names for p in plain
+        ):
             for chunk in self.store.get_all_chunks(self.session_id):
                 if chunk.action == "tool_call" and chunk.metadata.call_id is not None:
                     names.setdefault(chunk.metadata.call_id, chunk.metadata.tool or "function")
