@@ -154,6 +154,13 @@ class TestHelp:
     def test_every_command_has_a_description(self) -> None:
         assert [path for path, c in all_commands() if not (c.help or "").strip()] == []
 
+    def test_a_group_without_a_command_shows_its_help(self) -> None:
+        for args in ([], ["thread"]):
+            result = run(*args)
+            assert result.exit_code == 2
+            assert result.stderr.startswith("Usage: ")
+            assert "memctx: error" not in result.stderr
+
     def test_every_registered_command_is_listed(self) -> None:
         out = ok(run("--help")).stdout
         for name in ("render", "build", "import-openai", "example", *COMMANDS):

@@ -60,6 +60,7 @@ from memctx._cli_support import (
     read_json,
     set_quiet,
     silence_stdout,
+    working,
     write_output,
 )
 from memctx._exceptions import MemctxError
@@ -165,6 +166,9 @@ class MemctxGroup(click.Group):
             return super().main(args, prog_name, complete_var, False, **extra)
         try:
             code = super().main(args, prog_name, complete_var, False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:
+            exc.show()  # a group without a command: its help
+            sys.exit(exc.exit_code)
         except click.UsageError as exc:
             hint = ""
             if exc.ctx is not None:
@@ -344,12 +348,14 @@ def import_openai(
     if output_format == "json" and output == STDIO:
         raise click.UsageError("--format json prints the report on stdout: give -o FILE")
     data = read_json(transcript)
-    with about_file(transcript):
+    messages = data.get("messages") if isinstance(data, dict) else data
+    size = len(messages) if isinstance(messages, list) else 0
+    with about_file(transcript), working(f"importing {display_name(transcript)}", size):
         state, report = load_openai_transcript(
             data, thread_id=thread_id, unknown_roles="error" if strict else "keep"
         )
     write_output(output, dumps_state(state) + "\n")
-    _log.info("imported %d messages from %s", len(state), display_name(transcript))
+    _log.info("imported %d chunks from %s", len(state), display_name(transcript))
     if output_format == "json":
         echo_json(
             {
