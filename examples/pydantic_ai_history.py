@@ -7,6 +7,7 @@ records what it was sent. Run it with ``python examples/pydantic_ai_history.py``
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from pydantic_ai import Agent
@@ -44,7 +45,7 @@ def read_file(path: str) -> str:
 def main() -> dict[str, Any]:
     history: list[ModelMessage] = []
     for question in ("How many retries?", "And in the tests?", "Summarise."):
-        result = agent.run_sync(question, message_history=history)
+        result = asyncio.run(agent.run(question, message_history=history))
         history = result.all_messages()
         report = fit.last_result
         assert report is not None

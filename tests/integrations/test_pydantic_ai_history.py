@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import runpy
 from pathlib import Path
 
@@ -94,7 +95,7 @@ class TestWithAnAgent:
         fit = MemctxHistoryProcessor(max_tokens=60, tokenizer=create_tokenizer("gpt-4o"))
         agent = Agent(FunctionModel(model), capabilities=[fit.capability()])
 
-        agent.run_sync("and y?", message_history=history()[:4])
+        asyncio.run(agent.run("and y?", message_history=history()[:4]))
 
         kinds = [p.part_kind for m in sent[-1] for p in m.parts]
         assert "tool-return" not in kinds
