@@ -77,7 +77,8 @@ _BUILD_OPTIONS = (
         type=choice(STRATEGIES),
         default="recent",
         show_default=True,
-        help="How to choose when not all fits: recent (newest first, no holes), priority "
+        help="How to choose when not all fits: recent (newest first, no holes), stable "
+        "(like recent, the start moving in large steps so prompt caches hit), priority "
         "(highest priority first), in_order (oldest first, each that fits).",
     ),
     click.option(

@@ -2,11 +2,11 @@
 
 Rules every command follows (new commands too):
 
-- **Errors** are one line on stderr, ``memctx: error: ...``, and a non-zero exit:
-  2 for usage errors (click's), 1 for everything else. Raise :class:`CliError`
-  (or call :func:`fail`) for your own; a :class:`~memctx.MemctxError` or an
-  ``OSError`` escaping a command is turned into that line by the ``memctx`` group
-  (:func:`error_message`), with Python parameter names (``keep_first``) replaced
+- **Errors** (:mod:`memctx._cli_errors`) are one line on stderr,
+  ``memctx: error: ...``, and a non-zero exit: 2 for usage errors, 1 for the
+  rest. Raise :class:`CliError` (or call :func:`fail`) for your own; a
+  :class:`~memctx.MemctxError` or an ``OSError`` escaping a command becomes that
+  line (:func:`error_message`), Python parameter names (``keep_first``) replaced
   by the command's options as typed (``--keep-first``). A closed stdout
   (``memctx render x.json | head -1``) ends the command quietly with status 0.
 - **Files**: ``-`` is stdin for an input and stdout for an output. Read with
@@ -21,22 +21,28 @@ Rules every command follows (new commands too):
 from __future__ import annotations
 
 import contextlib
-import errno
 import itertools
 import json
 import logging
 import os
-import re
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from functools import wraps
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
 import click
 
+from memctx._cli_errors import (
+    CliError,
+    error_message,
+    fail,
+    friendly_errors,
+    is_broken_pipe,
+    option_names,
+    silence_stdout,
+)
 from memctx._exceptions import MemctxError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -47,92 +53,6 @@ _QUIET = "memctx.quiet"
 _VERBOSITY = "memctx.verbosity"
 _HANDLER = "memctx.log_handler"
 _PREVIOUS_LEVEL = "memctx.log_level"
-
-
-class CliError(click.ClickException):
-    """An error a command reports as one ``memctx: error: ...`` line (exit status 1)."""
-
-    exit_code = 1
-
-    def show(self, file: Any = None) -> None:
-        click.echo(f"memctx: error: {self.format_message()}", err=True)
-
-
-def fail(message: str) -> NoReturn:
-    """Stop the command with one error line and exit status 1."""
-    raise CliError(message)
-
-
-def option_names(ctx: click.Context | None) -> dict[str, str]:
-    """Python parameter name → the option as typed, for the command of ``ctx``."""
-    names: dict[str, str] = {}
-    while ctx is not None:
-        for param in ctx.command.params:
-            if isinstance(param, click.Option) and param.name:
-                longest = max(param.opts, key=len)
-                names.setdefault(param.name, longest)
-        ctx = ctx.parent
-    return names
-
-
-def error_message(exc: BaseException, ctx: click.Context | None = None) -> str:
-    """The one-line message for an error escaping a command."""
-    if isinstance(exc, OSError):
-        where = exc.filename if exc.filename is not None else ""
-        reason = exc.strerror or str(exc)
-        return f"{where}: {reason}" if where else reason
-    message = str(exc).replace("\n", " ")
-    names = option_names(ctx)
-    option = getattr(exc, "option", None)
-    if isinstance(option, str) and option in names:
-        message = names[option] + message[len(option) :] if message.startswith(option) else message
-    # Python identifiers of this command's options (``keep_first``) become ``--keep-first``.
-    underscored = sorted((n for n in names if "_" in n), key=len, reverse=True)
-    if underscored:
-        pattern = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, underscored)) + r")(?!\w)")
-        message = pattern.sub(lambda m: names[m.group(1)], message)
-    return message
-
-
-def is_broken_pipe(exc: BaseException) -> bool:
-    return isinstance(exc, BrokenPipeError) or (
-        isinstance(exc, OSError) and exc.errno in (errno.EPIPE, errno.EINVAL) and _stdout_closed()
-    )
-
-
-def _stdout_closed() -> bool:
-    try:
-        sys.stdout.flush()
-    except (OSError, ValueError):
-        return True
-    return False
-
-
-def silence_stdout() -> None:
-    """After a closed pipe: point stdout at /dev/null so the final flush cannot fail."""
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-
-
-def friendly_errors(func: F) -> F:
-    """Turn memctx errors and OS errors raised by ``func`` into :class:`CliError`.
-
-    The ``memctx`` group does this for every command already; the decorator
-    keeps a command well-behaved when it is invoked on its own.
-    """
-
-    @wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except (MemctxError, OSError) as exc:
-            if is_broken_pipe(exc):
-                raise
-            raise CliError(error_message(exc, click.get_current_context(silent=True))) from exc
-
-    return wrapper  # type: ignore[return-value]
 
 
 # -- notes and output ------------------------------------------------------------------
@@ -307,3 +227,29 @@ def configure_logging(ctx: click.Context) -> None:
 def add_verbosity(ctx: click.Context, count: int) -> None:
     root = ctx.find_root()
     root.meta[_VERBOSITY] = int(root.meta.get(_VERBOSITY, 0)) + count
+
+
+__all__ = [
+    "STDIO",
+    "CliError",
+    "about_file",
+    "add_verbosity",
+    "configure_logging",
+    "display_name",
+    "dumps_json",
+    "echo_json",
+    "error_message",
+    "fail",
+    "friendly_errors",
+    "is_broken_pipe",
+    "note",
+    "option_names",
+    "progress",
+    "quiet",
+    "read_input",
+    "read_json",
+    "set_quiet",
+    "silence_stdout",
+    "working",
+    "write_output",
+]
