@@ -2,10 +2,12 @@
 
 Every field of :class:`~memctx.BuildOptions` has an option here (a test keeps it
 so). To expose a new build option on ``memctx build`` and ``memctx thread build``
-(and any command decorated with :func:`build_options`), add one entry to
+(and any command decorated with :func:`all_build_options`), add one entry to
 ``_BUILD_OPTIONS`` whose parameter name is the field's name (the tokenizer is
-``--model``). :func:`build_kwargs` turns the parsed values into keyword
-arguments for ``ContextBuilder.build`` / ``MemoryStore.build``.
+``--model``) and its name to ``BUILD_OPTION_NAMES``. :func:`build_kwargs` turns
+the parsed values into keyword arguments for ``ContextBuilder.build`` /
+``MemoryStore.build``. :func:`build_options` and
+:func:`build_options_without_format` give the original five options only.
 
 Choices are case-insensitive (``--type environment`` = ``ENVIRONMENT``): make
 them with :func:`choice`. ``--format`` is made with :func:`format_option`; each
@@ -161,7 +163,7 @@ BUILD_OPTION_NAMES = frozenset(
 )
 
 
-def build_options(func: F) -> F:
+def all_build_options(func: F) -> F:
     """Add every build option and ``--format text|json|openai`` to a command.
 
     The command receives the options as keyword arguments named after the
@@ -173,10 +175,32 @@ def build_options(func: F) -> F:
     return func
 
 
+# The first five options and --format, with the model as ``model``: what commands written
+# before every build option was exposed receive (``memctx team build``, ``memctx inspect``).
+_BASIC_OPTIONS = (
+    *_BUILD_OPTIONS[:2],
+    click.option(
+        "--model",
+        default="estimate",
+        show_default=True,
+        help="Model or encoding to count with (gpt-4o, cl100k_base, claude-*, estimate).",
+    ),
+    *_BUILD_OPTIONS[3:5],
+)
+
+
+def build_options(func: F) -> F:
+    """``--max-tokens``, ``--reserve``, ``--model`` (as ``model``), ``--system-prompt``,
+    ``--strategy`` and ``--format``; prefer :func:`all_build_options` for new commands."""
+    for option in reversed((*_BASIC_OPTIONS, _BUILD_OPTIONS[-1])):
+        func = option(func)
+    return func
+
+
 def build_options_without_format(func: F) -> F:
     """The options of :func:`build_options` but ``--format`` (for commands that print no
     messages)."""
-    for option in reversed(_BUILD_OPTIONS[:-1]):  # --format is the last one
+    for option in reversed(_BASIC_OPTIONS):
         func = option(func)
     return func
 
@@ -232,8 +256,10 @@ def print_build_result(result: ContextBuildResult, output_format: str) -> None:
 
 __all__ = [
     "BUILD_OPTION_NAMES",
+    "all_build_options",
     "build_kwargs",
     "build_options",
+    "build_options_without_format",
     "choice",
     "format_option",
     "print_build_result",

@@ -14,7 +14,7 @@ whatever the commands import. Use the shared pieces:
   parameter names replaced by the options as typed;
 - files: ``click.Path(allow_dash=True)`` arguments read with ``read_input`` /
   ``read_json`` and written with ``write_output`` (``-`` is stdin/stdout);
-- build options: ``@build_options`` and ``build_kwargs(params)`` from
+- build options: ``@all_build_options`` and ``build_kwargs(params)`` from
   :mod:`memctx._cli_options`; ``--format`` with ``format_option``, choices with
   ``choice`` (case-insensitive);
 - notes with ``note`` (silenced by ``--quiet``), JSON with ``echo_json``, long
@@ -37,8 +37,8 @@ from typing import Any
 import click
 
 from memctx._cli_options import (
+    all_build_options,
     build_kwargs,
-    build_options,
     format_option,
     print_build_result,
     result_to_json,
@@ -304,7 +304,7 @@ def render(state_file: str, model: str | None, output_format: str) -> None:
 
 @main.command()
 @click.argument("state_file", type=FILE)
-@build_options
+@all_build_options
 @friendly_errors
 def build(state_file: str, output_format: str, **params: Any) -> None:
     """Build the messages for STATE_FILE ('-': stdin); the report goes to stderr."""

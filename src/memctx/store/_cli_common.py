@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from memctx._cli_support import echo_json, friendly_errors, note
+from memctx._cli_support import echo_json, fail, friendly_errors, note, read_json
 
 if TYPE_CHECKING:
     from memctx.store._store import MemoryStore
@@ -16,6 +16,17 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 friendly = friendly_errors
+
+__all__ = [
+    "db_option",
+    "echo_json",
+    "fail",
+    "friendly",
+    "note",
+    "open_store",
+    "read_json",
+    "report",
+]
 
 
 def db_option(func: F) -> F:

@@ -20,7 +20,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from memctx._cli_inspect import thread_inspect
-from memctx._cli_options import build_kwargs, build_options, format_option, print_build_result
+from memctx._cli_options import (
+    all_build_options,
+    build_kwargs,
+    format_option,
+    print_build_result,
+)
 from memctx._cli_support import (
     STDIO,
     about_file,
@@ -226,7 +231,7 @@ def replace(
 
 @thread.command("build")
 @click.argument("thread_id")
-@build_options
+@all_build_options
 @db_option
 def build(thread_id: str, output_format: str, **params: Any) -> None:
     """Build the messages for THREAD_ID (recorded as a context.built event); report on stderr."""
