@@ -6,8 +6,8 @@ so). To expose a new build option on ``memctx build`` and ``memctx thread build`
 ``_BUILD_OPTIONS`` whose parameter name is the field's name (the tokenizer is
 ``--model``) and its name to ``BUILD_OPTION_NAMES``. :func:`build_kwargs` turns
 the parsed values into keyword arguments for ``ContextBuilder.build`` /
-``MemoryStore.build``. :func:`build_options` and
-:func:`build_options_without_format` give the original five options only.
+``MemoryStore.build``. :func:`build_options_without_format` is the same
+without ``--format``; :func:`build_options` gives the original five options only.
 
 Choices are case-insensitive (``--type environment`` = ``ENVIRONMENT``): make
 them with :func:`choice`. ``--format`` is made with :func:`format_option`; each
@@ -175,8 +175,8 @@ def all_build_options(func: F) -> F:
     return func
 
 
-# The first five options and --format, with the model as ``model``: what commands written
-# before every build option was exposed receive (``memctx team build``, ``memctx inspect``).
+# The first five options, with the model as ``model``: what commands written before every
+# build option was exposed receive (``memctx team build``).
 _BASIC_OPTIONS = (
     *_BUILD_OPTIONS[:2],
     click.option(
@@ -198,9 +198,9 @@ def build_options(func: F) -> F:
 
 
 def build_options_without_format(func: F) -> F:
-    """The options of :func:`build_options` but ``--format`` (for commands that print no
-    messages)."""
-    for option in reversed(_BASIC_OPTIONS):
+    """Every build option of :func:`all_build_options` but ``--format`` (for commands that
+    print no messages); pass them through :func:`build_kwargs`."""
+    for option in reversed(_BUILD_OPTIONS[:-1]):  # --format is the last one
         func = option(func)
     return func
 
