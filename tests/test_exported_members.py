@@ -195,3 +195,13 @@ class TestChatModule:
             if name.isidentifier() and not name.startswith("_") and name not in chat.__all__
         ]
         assert undeclared == []
+
+
+@pytest.mark.parametrize("name", ["openai_agents", "pydantic_ai"])
+def test_integration_modules_declare_what_they_offer(name: str) -> None:
+    import importlib
+
+    module = importlib.import_module(f"memctx.integrations.{name}")
+
+    assert module.__all__ == sorted(set(module.__all__))
+    assert [n for n in module.__all__ if not hasattr(module, n)] == []

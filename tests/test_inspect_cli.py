@@ -145,7 +145,7 @@ class TestInspect:
         failed(
             run("inspect", EXAMPLE, "--max-tokens", 800, "--reserve", 400,
                 "--compare-max-tokens", 300),
-            "reserve_tokens",
+            "--reserve: 400 leaves nothing of --max-tokens=300",
         )  # fmt: skip
         out = tmp_path / "report.html"
         failed(run("inspect", EXAMPLE, "--max-tokens", 1, "-o", out), "budget")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import warnings
 from collections.abc import Hashable, Iterable, Mapping
@@ -26,6 +27,8 @@ from memctx._state import MemoryState
 from memctx._tokens import EstimatingTokenizer, tokenizer_traits
 from memctx.typing import ChunkRenderer, Tokenizer
 from memctx.xml import SafeXml, count_forbidden, sanitize
+
+_log = logging.getLogger(__name__)
 
 
 class ContextBuilder:
@@ -72,7 +75,10 @@ class ContextBuilder:
         history = state.shared_history
         cache = self._caches.for_history(history)
         with history.lock:  # appends to this history wait while the build reads it
-            return self._build(state, opts, tokenizer, cache)
+            result = self._build(state, opts, tokenizer, cache)
+        if _log.isEnabledFor(logging.DEBUG):
+            _log.debug("build: %s", result.summary().replace("\n", "; "))
+        return result
 
     def _build(
         self, state: MemoryState, opts: BuildOptions, tokenizer: Tokenizer, cache: HistoryCache

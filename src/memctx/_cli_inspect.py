@@ -17,11 +17,10 @@ from click.core import ParameterSource
 
 from memctx._builder import ContextBuilder, create_builder
 from memctx._cli_errors import fail, friendly_errors
-from memctx._cli_options import build_options_without_format
+from memctx._cli_options import build_kwargs, build_options_without_format
 from memctx._inspect import report_html
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
-from memctx._tokens import create_tokenizer
 from memctx.statefile import load_state, write_text_atomic
 from memctx.store._cli_common import db_option, note, open_store
 
@@ -77,24 +76,17 @@ def _compare_note(result: ContextBuildResult, previous: ContextBuildResult, labe
 @friendly_errors
 def inspect(
     state_file: Path,
-    max_tokens: int | None,
-    reserve_tokens: int,
-    model: str,
-    system_prompt: str | None,
-    strategy: str,
     output: Path | None,
     compare_file: Path | None,
     compare_max_tokens: int | None,
+    **params: Any,
 ) -> None:
     """Write an HTML report of the build of STATE_FILE: every chunk, why it is in or out."""
     _check_output(output)
     state = load_state(state_file)
-    builder = create_builder(create_tokenizer(model))
-    options: dict[str, Any] = {
-        "reserve_tokens": reserve_tokens,
-        "system_prompt": system_prompt,
-        "strategy": strategy,
-    }
+    options: dict[str, Any] = build_kwargs(params)
+    max_tokens = options.pop("max_tokens")
+    builder = create_builder(options["tokenizer"])
     result = builder.build(state, max_tokens=max_tokens, **options)
     click.echo(result.summary(), err=True)
     previous = previous_state = None
@@ -181,17 +173,16 @@ _RECORDED = {"max_tokens": "--max-tokens", "reserve_tokens": "--reserve", "strat
 @friendly_errors
 def thread_inspect(
     thread_id: str,
-    max_tokens: int | None,
-    reserve_tokens: int,
-    model: str,
-    system_prompt: str | None,
-    strategy: str,
     output: Path | None,
     last: int | None,
+    **params: Any,
 ) -> None:
     """Write an HTML report of a build of THREAD_ID's visible chunks (nothing is recorded)."""
     _check_output(output)
-    builder = create_builder(create_tokenizer(model))
+    options: dict[str, Any] = build_kwargs(params)
+    max_tokens = options.pop("max_tokens")
+    system_prompt = options["system_prompt"]
+    builder = create_builder(options["tokenizer"])
     context = click.get_current_context()
     with open_store() as store:
         visible = store.get_current_state(thread_id)
@@ -214,13 +205,7 @@ def thread_inspect(
             previous_state, previous = builds[0]
     else:
         state = visible
-        result = builder.build(
-            state,
-            max_tokens=max_tokens,
-            reserve_tokens=reserve_tokens,
-            strategy=strategy,
-            system_prompt=system_prompt,
-        )
+        result = builder.build(state, max_tokens=max_tokens, **options)
     click.echo(result.summary(), err=True)
     label = "the build before"
     if previous is not None:

@@ -1,115 +1,420 @@
 """The ``memctx`` command line.
 
-Every command reports bad input as one ``memctx: error: ...`` line on stderr
-and exits non-zero (2 for usage, 1 for bad data); never a traceback.
+Adding a command
+----------------
+Define it in a module of your own (``memctx/_cli_team.py``, ...) as a plain
+``@click.command()`` (or ``@click.group()``) and register it with one line in
+:data:`COMMANDS` below: ``"name": "module:attribute"``. Commands are imported
+only when they run (or when ``--help`` lists them), so ``memctx`` starts fast
+whatever the commands import. Use the shared pieces:
+
+- errors: raise :class:`~memctx._cli_support.CliError` or call ``fail(message)``;
+  let :class:`~memctx.MemctxError` and ``OSError`` escape — the group prints
+  them as one ``memctx: error: ...`` line (exit 1; usage errors exit 2), with
+  parameter names replaced by the options as typed;
+- files: ``click.Path(allow_dash=True)`` arguments read with ``read_input`` /
+  ``read_json`` and written with ``write_output`` (``-`` is stdin/stdout);
+- build options: ``@all_build_options`` and ``build_kwargs(params)`` from
+  :mod:`memctx._cli_options`; ``--format`` with ``format_option``, choices with
+  ``choice`` (case-insensitive);
+- notes with ``note`` (silenced by ``--quiet``), JSON with ``echo_json``, long
+  loops in ``progress``, and ``logging.getLogger(__name__)`` in the library
+  (``-v`` shows INFO, ``-vv`` DEBUG).
+
+``-V/--version``, ``-q/--quiet`` and ``-v/--verbose`` belong to ``memctx`` and are
+also accepted after any sub-command name.
 """
 
 from __future__ import annotations
 
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 
-from memctx._builder import create_builder
-from memctx._cli_chat import chat
-from memctx._cli_errors import fail, friendly_errors
-from memctx._cli_inspect import inspect as inspect_command
-from memctx._cli_options import build_options, print_build_result, result_to_json
-from memctx._cli_team import team as team_commands
-from memctx._json import JSONTextError, parse_json_text
-from memctx._tokens import create_tokenizer
-from memctx.statefile import load_state, save_state, write_text_atomic
+from memctx._cli_options import (
+    all_build_options,
+    build_kwargs,
+    format_option,
+    print_build_result,
+    result_to_json,
+)
+from memctx._cli_support import (
+    STDIO,
+    CliError,
+    about_file,
+    add_verbosity,
+    configure_logging,
+    display_name,
+    echo_json,
+    error_message,
+    fail,
+    friendly_errors,
+    is_broken_pipe,
+    note,
+    read_input,
+    read_json,
+    set_quiet,
+    silence_stdout,
+    working,
+    write_output,
+)
+from memctx._exceptions import MemctxError
+
+_log = logging.getLogger(__name__)
+
+#: Sub-commands defined in other modules: ``name: "module:attribute"``. Add yours here.
+COMMANDS: dict[str, str] = {
+    "thread": "memctx.store.cli:thread",
+    "inspect": "memctx._cli_inspect:inspect",
+    "chat": "memctx._cli_chat:chat",
+    "team": "memctx._cli_team:team",
+}
+
+FILE = click.Path(dir_okay=False, allow_dash=True, path_type=str)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="memctx")
+# -- the group: lazy commands, global options, one-line errors --------------------------
+
+
+def _quiet_option(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value:
+        set_quiet(ctx, True)
+        configure_logging(ctx)
+
+
+def _verbose_option(ctx: click.Context, param: click.Parameter, value: int) -> None:
+    if value:
+        add_verbosity(ctx, value)
+        configure_logging(ctx)
+
+
+def _global_options() -> list[click.Option]:
+    return [
+        click.Option(
+            ["-q", "--quiet"],
+            is_flag=True,
+            expose_value=False,
+            callback=_quiet_option,
+            help="Print only data and errors: no notes, summaries or progress bars.",
+        ),
+        click.Option(
+            ["-v", "--verbose"],
+            count=True,
+            expose_value=False,
+            callback=_verbose_option,
+            help="Log what memctx does on stderr (-v: info, -vv: debug).",
+        ),
+    ]
+
+
+def _adopt(command: click.Command) -> click.Command:
+    """Give a registered command the shared manners: ``-q``/``-v`` after its name and
+    one-line errors named after its own options (its sub-commands too)."""
+    if getattr(command, "_memctx_adopted", False):
+        return command
+    taken = {opt for p in command.params for opt in getattr(p, "opts", ())}
+    command.params.extend(
+        o for o in _global_options() if not taken.intersection(o.opts + o.secondary_opts)
+    )
+    if command.callback is not None:
+        command.callback = friendly_errors(command.callback)
+    command._memctx_adopted = True  # type: ignore[attr-defined]
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _adopt(sub)
+    return command
+
+
+class MemctxGroup(click.Group):
+    """The ``memctx`` group: commands from :data:`COMMANDS`, one-line errors, quiet pipes."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = super().get_command(ctx, cmd_name)
+        if command is None and cmd_name in COMMANDS:
+            module_name, _, attribute = COMMANDS[cmd_name].partition(":")
+            command = getattr(importlib.import_module(module_name), attribute)
+        return None if command is None else _adopt(command)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            if not is_broken_pipe(exc):
+                raise CliError(error_message(exc)) from exc
+            silence_stdout()  # the reader went away: stop quietly
+            raise click.exceptions.Exit(0) from None
+        except MemctxError as exc:
+            raise CliError(error_message(exc)) from exc
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:
+            exc.show()  # a group without a command: its help
+            sys.exit(exc.exit_code)
+        except click.UsageError as exc:
+            hint = ""
+            if exc.ctx is not None:
+                hint = f" (see '{exc.ctx.command_path} --help')"
+            click.echo(f"memctx: error: {exc.format_message()}{hint}", err=True)
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("memctx: error: aborted", err=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def _show_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from importlib.metadata import version
+
+    click.echo(f"memctx {version('memctx')} (Python {sys.version.split()[0]})")
+    ctx.exit()
+
+
+@click.group(cls=MemctxGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "-V",
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_show_version,
+    help="Print the version and exit.",
+)
+@click.option(
+    "-q",
+    "--quiet",
+    is_flag=True,
+    expose_value=False,
+    callback=_quiet_option,
+    help="Print only data and errors: no notes, summaries or progress bars.",
+)
+@click.option(
+    "-v",
+    "--verbose",
+    count=True,
+    expose_value=False,
+    callback=_verbose_option,
+    help="Log what memctx does on stderr (-v: info, -vv: debug).",
+)
 def main() -> None:
-    """Turn an agent's memory into the exact messages the model is called with."""
+    """Turn an agent's memory into the exact messages the model is called with.
+
+    FILE arguments and -o options take '-' for stdin / stdout. Shell completion:
+    eval "$(_MEMCTX_COMPLETE=bash_source memctx)" (zsh_source, fish_source).
+    """
+    configure_logging(click.get_current_context())
+
+
+# -- commands ------------------------------------------------------------------------
+
+
+_OPENAI_HINT = (
+    " (this looks like an OpenAI chat transcript: convert it with "
+    "'memctx import-openai {name} -o state.json')"
+)
+
+
+def _load_state(source: str) -> Any:
+    """The state in ``source`` (``-``: stdin); errors name the file, with a hint."""
+    from memctx.statefile import state_from_dict
+
+    data = read_json(source)
+    hint = ""
+    if _looks_like_openai_transcript(data):
+        hint = _OPENAI_HINT.format(name=display_name(source) if source != STDIO else "-")
+    with about_file(source, hint):
+        return state_from_dict(data)
+
+
+def _looks_like_openai_transcript(data: Any) -> bool:
+    messages = data.get("messages") if isinstance(data, dict) and "version" not in data else data
+    return (
+        isinstance(messages, list)
+        and bool(messages)
+        and all(isinstance(m, dict) and "role" in m for m in messages)
+    )
 
 
 @main.command()
-@click.argument("state_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("state_file", type=FILE)
+@click.option(
+    "--model",
+    default=None,
+    help="Also count each chunk's tokens with this model or encoding (e.g. gpt-4o).",
+)
+@format_option(
+    "text",
+    "json",
+    help="text: '[role] id' then the XML, per chunk; json: [{id, type, role, xml, tokens}] "
+    "(tokens is null without --model).",
+)
 @friendly_errors
-def render(state_file: Path) -> None:
-    """Print each chunk of STATE_FILE as XML, under its role."""
-    state = load_state(state_file)
+def render(state_file: str, model: str | None, output_format: str) -> None:
+    """Print each chunk of STATE_FILE ('-': stdin) as XML, under its role."""
+    from memctx._builder import create_builder
+    from memctx._tokens import create_tokenizer
+
+    state = _load_state(state_file)
+    tokenizer = create_tokenizer(model) if model is not None else None
     builder = create_builder()
+    rows = []
     for chunk in state:
         role, xml = builder.render(chunk)
-        click.echo(f"[{role}] {chunk.id}")
+        tokens = builder.tokens(chunk, tokenizer) if tokenizer is not None else None
+        if output_format == "json":
+            rows.append(
+                {
+                    "id": chunk.id,
+                    "type": chunk.type.value,
+                    "role": role,
+                    "xml": xml,
+                    "tokens": tokens,
+                }
+            )
+            continue
+        suffix = f" ({tokens} tokens)" if tokens is not None else ""
+        click.echo(f"[{role}] {chunk.id}{suffix}")
         click.echo(xml)
+    if output_format == "json":
+        echo_json(rows)
 
 
 @main.command()
-@click.argument("state_file", type=click.Path(dir_okay=False, path_type=Path))
-@build_options
+@click.argument("state_file", type=FILE)
+@all_build_options
 @friendly_errors
-def build(
-    state_file: Path,
-    max_tokens: int | None,
-    reserve_tokens: int,
-    model: str,
-    system_prompt: str | None,
-    strategy: str,
-    output_format: str,
-) -> None:
-    """Build the messages for STATE_FILE; the report goes to stderr."""
-    state = load_state(state_file)
-    tokenizer = create_tokenizer(model)
-    result = create_builder(tokenizer).build(
-        state,
-        max_tokens=max_tokens,
-        reserve_tokens=reserve_tokens,
-        system_prompt=system_prompt,
-        strategy=strategy,
-    )
+def build(state_file: str, output_format: str, **params: Any) -> None:
+    """Build the messages for STATE_FILE ('-': stdin); the report goes to stderr."""
+    from memctx._builder import create_builder
+
+    state = _load_state(state_file)
+    options = build_kwargs(params)
+    result = create_builder(options["tokenizer"]).build(state, **options)
     print_build_result(result, output_format)
 
 
 @main.command("import-openai")
-@click.argument("transcript", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("transcript", type=FILE)
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    required=True,
-    help="Where to write the state file.",
+    type=FILE,
+    default=STDIO,
+    show_default=True,
+    help="Where to write the state file ('-': stdout).",
 )
 @click.option("--thread-id", default=None, help="thread_id to record in the state.")
 @click.option("--strict", is_flag=True, help="Fail on a message role that is not an OpenAI one.")
+@format_option(
+    "text",
+    "json",
+    help="How to print the import report: text notes on stderr, or json on stdout "
+    "(needs -o FILE): {output, chunks, unknown_roles: [{index, role}], unanswered_calls}.",
+)
 @friendly_errors
-def import_openai(transcript: Path, output: Path, thread_id: str | None, strict: bool) -> None:
-    """Convert an OpenAI chat transcript (a list of messages, or {"messages": [...]})."""
+def import_openai(
+    transcript: str, output: str, thread_id: str | None, strict: bool, output_format: str
+) -> None:
+    """Convert an OpenAI chat transcript (a list of messages, or {"messages": [...]}).
+
+    TRANSCRIPT may be '-' (stdin); the state goes to -o (stdout by default).
+    """
     from memctx.importers import load_openai_transcript
+    from memctx.statefile import dumps_state
 
-    try:
-        data = parse_json_text(transcript.read_bytes())
-    except JSONTextError as exc:
-        fail(f"{transcript}: {exc}")
-    state, report = load_openai_transcript(
-        data, thread_id=thread_id, unknown_roles="error" if strict else "keep"
-    )
-    save_state(state, output)
-    click.echo(f"wrote {len(state)} chunks to {output}", err=True)
-    for index, role in report.unknown_roles:
-        click.echo(f"note: message {index} has role {role!r}; kept as a CUSTOM chunk", err=True)
-    if report.unanswered_calls:
-        click.echo(f"note: {len(report.unanswered_calls)} tool call(s) have no result", err=True)
-
-
-main.add_command(inspect_command)
-
-
-def _register_store_commands() -> None:
-    try:
-        from memctx.store.cli import thread
-    except ImportError:  # the store is optional at this stage of development
+    if output_format == "json" and output == STDIO:
+        raise click.UsageError("--format json prints the report on stdout: give -o FILE")
+    data = read_json(transcript)
+    messages = data.get("messages") if isinstance(data, dict) else data
+    size = len(messages) if isinstance(messages, list) else 0
+    with about_file(transcript), working(f"importing {display_name(transcript)}", size):
+        state, report = load_openai_transcript(
+            data, thread_id=thread_id, unknown_roles="error" if strict else "keep"
+        )
+    write_output(output, dumps_state(state) + "\n")
+    _log.info("imported %d chunks from %s", len(state), display_name(transcript))
+    if output_format == "json":
+        echo_json(
+            {
+                "output": output,
+                "chunks": len(state),
+                "unknown_roles": [{"index": i, "role": r} for i, r in report.unknown_roles],
+                "unanswered_calls": list(report.unanswered_calls),
+            }
+        )
         return
-    main.add_command(thread)
+    where = "stdout" if output == STDIO else output
+    note(f"wrote {len(state)} chunks to {where}")
+    for index, role in report.unknown_roles:
+        note(f"note: message {index} has role {role!r}; kept as a CUSTOM chunk")
+    if report.unanswered_calls:
+        note(f"note: {len(report.unanswered_calls)} tool call(s) have no result")
 
 
-_register_store_commands()
-main.add_command(chat)
-main.add_command(team_commands)
+EXAMPLE_NAME = "coding_agent.json"
 
-__all__ = ["fail", "friendly_errors", "main", "result_to_json", "write_text_atomic"]
+
+@main.command()
+@click.option(
+    "-o",
+    "--output",
+    type=FILE,
+    default=EXAMPLE_NAME,
+    show_default=True,
+    help="Where to write the example state file ('-': stdout).",
+)
+@click.option("--force", is_flag=True, help="Overwrite the file if it exists.")
+@friendly_errors
+def example(output: str, force: bool) -> None:
+    """Write the bundled example state: a coding agent that reads a file, delegates to a
+    researcher, compacts its progress and completes.
+
+    Then: memctx build coding_agent.json --max-tokens 800 --model gpt-4o
+    """
+    from importlib.resources import files
+
+    text = (files("memctx") / "_examples" / EXAMPLE_NAME).read_text(encoding="utf-8")
+    if output != STDIO and Path(output).exists() and not force:
+        fail(f"{output} exists; add --force to overwrite it")
+    write_output(output, text)
+    if output != STDIO:
+        note(f"wrote {output}; try: memctx build {output} --max-tokens 800 --model gpt-4o")
+
+
+__all__ = [
+    "COMMANDS",
+    "CliError",
+    "MemctxGroup",
+    "fail",
+    "friendly_errors",
+    "main",
+    "read_input",
+    "result_to_json",
+    "write_output",
+]
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,7 +1,10 @@
 """memctx's pytest plugin: snapshot-test your rendered prompts.
 
-Installed with memctx and loaded by pytest automatically (``pytest11`` entry point);
-it needs syrupy's plugin, which is installed with memctx too.
+Loaded by pytest automatically once memctx is installed with syrupy
+(``pip install 'memctx[pytest]'``): the ``pytest11`` entry point is the small
+:mod:`memctx_pytest` module, which loads this one only when syrupy is there.
+Without syrupy nothing of memctx is imported, and a test that asks for
+``context_snapshot`` fails with a message naming the extra.
 
 Fixtures
 --------
@@ -44,27 +47,30 @@ snapshot alone: see :mod:`memctx.snapshot`.
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from memctx._builder import ContextBuilder, create_builder
-from memctx._snapshot_scope import RUN_RECORD, RunRecord
-from memctx.snapshot import (
-    DEFAULT_SNAPSHOT_DIR,
-    ContextSnapshot,
-    MemctxSnapshotExtension,
-    explain_failure,
-)
+from memctx_pytest import MISSING_SYRUPY
 
 if TYPE_CHECKING:
-    from syrupy.assertion import SnapshotAssertion
+    from memctx._builder import ContextBuilder
+    from memctx._snapshot_scope import RunRecord
+    from memctx.snapshot import ContextSnapshot
 
 __all__ = ["context_snapshot", "context_snapshot_builder"]
 
 SNAPSHOT_DIR_INI = "memctx_snapshot_dir"
+DEFAULT_SNAPSHOT_DIR = "snapshots"  # the same as memctx.snapshot.DEFAULT_SNAPSHOT_DIR
+
+
+def syrupy_installed() -> bool:
+    """Whether syrupy can be imported (checked without importing it)."""
+    return importlib.util.find_spec("syrupy") is not None
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -79,6 +85,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if not syrupy_installed():
+        return
+    from memctx._snapshot_scope import RUN_RECORD, RunRecord
+    from memctx.snapshot import MemctxSnapshotExtension
+
     rootdir = config.rootpath
     configured = str(config.getini(SNAPSHOT_DIR_INI)).strip() or DEFAULT_SNAPSHOT_DIR
     previous = (MemctxSnapshotExtension.snapshot_root, MemctxSnapshotExtension.rootdir)
@@ -111,20 +122,31 @@ class _RunTracker:
 def pytest_assertrepr_compare(
     config: pytest.Config, op: str, left: Any, right: Any
 ) -> list[str] | None:
-    if isinstance(left, ContextSnapshot) or isinstance(right, ContextSnapshot):
-        return explain_failure(config, op, left, right)
+    snapshot_module = sys.modules.get("memctx.snapshot")  # loaded only if a test used it
+    if snapshot_module is None:
+        return None
+    snapshot_type = snapshot_module.ContextSnapshot
+    if isinstance(left, snapshot_type) or isinstance(right, snapshot_type):
+        result: list[str] | None = snapshot_module.explain_failure(config, op, left, right)
+        return result
     return None
 
 
 @pytest.fixture
 def context_snapshot_builder() -> ContextBuilder:
     """The builder that renders chunks for ``context_snapshot`` (override to customise)."""
+    from memctx._builder import create_builder
+
     return create_builder()
 
 
 @pytest.fixture
 def context_snapshot(
-    snapshot: SnapshotAssertion, context_snapshot_builder: ContextBuilder
+    request: pytest.FixtureRequest, context_snapshot_builder: ContextBuilder
 ) -> ContextSnapshot:
     """Compare chunks, messages and build results with readable snapshot files."""
-    return ContextSnapshot(snapshot, context_snapshot_builder)
+    if not syrupy_installed():
+        pytest.fail(MISSING_SYRUPY, pytrace=False)
+    from memctx.snapshot import ContextSnapshot
+
+    return ContextSnapshot(request.getfixturevalue("snapshot"), context_snapshot_builder)

@@ -153,9 +153,8 @@ class TestAppendAndShow:
             (["FILE"], "{not json", "not valid JSON: Expecting property name"),
             (["FILE"], '[{"id": "x", "type": "AGENT"}]', "chunks[0].content: missing"),
             (["FILE"], '{"version": 7, "chunks": []}', "unsupported state format version 7"),
-            (["FILE", "--user", "x"], "[]", "give either FILE or one of"),
-            ([], "", "give either FILE or one of"),
-            (["--user", "a", "--assistant", "b"], "", "give either FILE or one of"),
+            (["FILE", "--user", "x"], "[]", "give either FILE or messages"),
+            ([], "", "give either FILE or messages"),
             (["missing.json"], "", "No such file"),
         ],
     )
@@ -224,7 +223,6 @@ class TestViews:
             (["truncate", "t1", "--keep-last", "-1"], "non-negative int"),
             (["rollback", "t1", "7"], "there is no batch 7"),
             (["filter", "t1"], "filter needs at least one of"),
-            (["filter", "t1", "--role", "robot"], "unknown role 'robot'"),
         ],
     )
     def test_bad_view_operations_are_one_error_line(
@@ -314,3 +312,92 @@ class TestDatabaseOption:
         result = CliRunner().invoke(main, ["thread", "--db", "mysql://h/db", "list"])
 
         failed(result, "unsupported database 'mysql'")
+
+
+class TestMessagesInsertReplace:
+    def test_several_messages_are_appended_in_the_order_typed(
+        self, cli: Any, store_url: str
+    ) -> None:
+        ok(cli("new", "t1"))
+
+        result = ok(
+            cli(
+                "append",
+                "t1",
+                "--user",
+                "a",
+                "--assistant",
+                "b",
+                "--user",
+                "c",
+                "--thinking",
+                "d",
+                "--system=e",
+                "--format",
+                "json",
+            )
+        )
+
+        assert texts(store_url) == ["a", "b", "c", "d", "e"]
+        report = json.loads(result.stdout)
+        assert (report["appended"], report["already_stored"]) == (5, 0)
+        with MemoryStore.open(store_url) as store:
+            kinds = [(c.type.value, c.role) for c in store.get_current_state("t1")]
+        assert kinds[:3] == [("AGENT", "user"), ("AGENT", "assistant"), ("AGENT", "user")]
+
+    def test_a_message_text_that_looks_like_an_option_stays_text(
+        self, cli: Any, store_url: str
+    ) -> None:
+        ok(cli("new", "t1"))
+
+        ok(cli("append", "t1", "--user", "--assistant", "--assistant", "x"))
+
+        assert texts(store_url) == ["--assistant", "x"]
+
+    def test_insert_shows_new_chunks_at_a_position(
+        self, cli: Any, filled: str, store_url: str
+    ) -> None:
+        result = ok(cli("insert", filled, "--at", "1", "--user", "i1", "--user", "i2"))
+
+        assert texts(store_url) == ["Be brief.", "i1", "i2", "one", "two", "three"]
+        assert result.stderr == "t1: batch 1, 6 chunk(s) visible\n"
+        ok(cli("insert", filled, "--at", "-1", "--assistant", "end"))
+        assert texts(store_url)[-1] == "end"
+
+    def test_replace_by_index_or_id_keeps_the_old_chunk_in_the_history(
+        self, cli: Any, filled: str, store_url: str, tmp_path: Path
+    ) -> None:
+        ok(cli("replace", filled, "--at", "-1", "--user", "THREE"))
+        with MemoryStore.open(store_url) as store:
+            one_id = store.get_current_state("t1").chunks[1].id
+        path = tmp_path / "chunk.json"
+        path.write_text(json.dumps(chunk_to_dict(chunks.user("ONE", id="one-bis"))))
+
+        result = ok(cli("replace", filled, str(path), "--chunk", one_id, "--format", "json"))
+
+        assert texts(store_url) == ["Be brief.", "ONE", "two", "THREE"]
+        assert json.loads(result.stdout) == {"thread_id": "t1", "batch": 2, "visible": 4}
+        ok(cli("rollback", filled, "0"))
+        assert texts(store_url) == ["Be brief.", "one", "two", "three"]
+
+    @pytest.mark.parametrize(
+        ("args", "message"),
+        [
+            (["replace", "t1", "--user", "x"], "give exactly one of --at, --chunk"),
+            (["replace", "t1", "--at", "0", "--user", "x", "--user", "y"], "exactly one chunk"),
+            (["replace", "t1", "--chunk", "nope", "--user", "x"], "nope"),
+            (["insert", "t1", "--at", "0"], "give either FILE or messages"),
+        ],
+    )
+    def test_bad_insert_or_replace_is_one_error_line_and_changes_nothing(
+        self, cli: Any, filled: str, store_url: str, args: list[str], message: str
+    ) -> None:
+        failed(cli(*args), message)
+        assert texts(store_url) == ["Be brief.", "one", "two", "three"]
+
+    def test_an_unknown_role_is_a_usage_error(self, cli: Any, filled: str) -> None:
+        result = cli("filter", filled, "--role", "robot")
+
+        assert result.exit_code == 2
+        assert result.stderr.startswith("memctx: error: Invalid value for '--role'")
+        assert result.stderr.count("\n") == 1

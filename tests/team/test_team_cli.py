@@ -205,7 +205,7 @@ class TestContextAndPrompt:
     def test_a_prompt_too_large_is_one_error_line(self, review: str, cli: Any) -> None:
         failed(
             cli("prompt", "t1", "reviewer", "--type", "codex", "--max-bytes", "10"),
-            "max_bytes is 10",
+            "--max-bytes is 10",
         )
 
     def test_type_is_required(self, review: str, cli: Any) -> None:

@@ -2,24 +2,31 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from memctx._cli_errors import fail, friendly_errors
+from memctx._cli_support import echo_json, fail, friendly_errors, note, read_json
 
 if TYPE_CHECKING:
-    from memctx._chunk import Chunk
     from memctx.store._store import MemoryStore
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-
 friendly = friendly_errors
+
+__all__ = [
+    "db_option",
+    "echo_json",
+    "fail",
+    "friendly",
+    "note",
+    "open_store",
+    "read_json",
+    "report",
+]
 
 
 def db_option(func: F) -> F:
@@ -50,32 +57,13 @@ def open_store() -> Iterator[MemoryStore]:
         yield store
 
 
-def note(message: str) -> None:
-    click.echo(message, err=True)
+def report(store: MemoryStore, thread_id: str, batch: int, output_format: str = "text") -> None:
+    """Say which batch a view operation started and how much is visible.
 
-
-def read_json(source: str) -> Any:
-    from memctx._json import JSONTextError, parse_json_text
-
-    raw = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
-    try:
-        return parse_json_text(raw)
-    except JSONTextError as exc:
-        fail(f"{source}: {exc}")
-
-
-def chunks_from_json(data: Any) -> list[Chunk]:
-    """Chunks from a state file, an array of chunk objects, or one chunk object."""
-    from memctx.statefile import chunk_from_dict, state_from_dict
-
-    if isinstance(data, dict) and "version" in data:
-        return list(state_from_dict(data).chunks)
-    if isinstance(data, list):
-        return [chunk_from_dict(item, index) for index, item in enumerate(data)]
-    return [chunk_from_dict(data)]
-
-
-def report(store: MemoryStore, thread_id: str, batch: int) -> None:
-    """Tell (on stderr) which batch a view operation started and how much is visible."""
+    A note on stderr, or ``{thread_id, batch, visible}`` on stdout for ``json``.
+    """
     visible = len(store.get_current_state(thread_id))
-    note(f"{thread_id}: batch {batch}, {visible} chunk(s) visible")
+    if output_format == "json":
+        echo_json({"thread_id": thread_id, "batch": batch, "visible": visible})
+    else:
+        note(f"{thread_id}: batch {batch}, {visible} chunk(s) visible")

@@ -14,6 +14,7 @@ writes at ``READ COMMITTED``, each write locking its thread's row first
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -29,6 +30,8 @@ from sqlmodel import Session, select
 from memctx._exceptions import SchemaVersionError, StoreArgumentError, StoreError
 from memctx.store._migrate import migrate
 from memctx.store._schema import SCHEMA_VERSION, SchemaInfo, StoreModel
+
+_log = logging.getLogger(__name__)
 
 DATABASE_URL_ENV: Final = "MEMCTX_DATABASE_URL"
 """The environment variable naming the database :meth:`MemoryStore.open` uses by default."""
@@ -216,6 +219,7 @@ def ensure_schema(engine: Engine, where: str) -> None:
     try:
         with read_engine(engine).connect() as connection, connection.begin():
             if schema_version(connection, lock=False) == SCHEMA_VERSION:
+                _log.info("opened %s (schema version %d)", where, SCHEMA_VERSION)
                 return
         with write_engine(engine).connect() as connection, connection.begin():
             set_up_schema(connection)
@@ -226,13 +230,16 @@ def ensure_schema(engine: Engine, where: str) -> None:
 def set_up_schema(connection: Connection) -> None:
     """Create or migrate the tables, in the caller's write transaction."""
     found = schema_version(connection, lock=True)
+    where = describe(connection.engine.url)
     if found is None:
         StoreModel.metadata.create_all(connection)
         with Session(connection) as session:  # joins the caller's transaction
             session.add(SchemaInfo(id=1, version=SCHEMA_VERSION))
             session.flush()
+        _log.info("created the memctx tables in %s (schema version %d)", where, SCHEMA_VERSION)
     elif found < SCHEMA_VERSION:
         migrate(connection, found)
+        _log.info("migrated %s from schema version %d to %d", where, found, SCHEMA_VERSION)
 
 
 async def ensure_schema_async(engine: AsyncEngine, where: str) -> None:
@@ -241,6 +248,7 @@ async def ensure_schema_async(engine: AsyncEngine, where: str) -> None:
         async with read_engine(engine).connect() as connection, connection.begin():
             found = await connection.run_sync(schema_version, lock=False)
             if found == SCHEMA_VERSION:
+                _log.info("opened %s (schema version %d)", where, SCHEMA_VERSION)
                 return
         async with write_engine(engine).connect() as connection, connection.begin():
             await connection.run_sync(set_up_schema)

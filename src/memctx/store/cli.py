@@ -3,7 +3,10 @@
 Every command takes ``--db URL`` (a database URL or a SQLite file; before or
 after the command name); without it the store opens ``$MEMCTX_DATABASE_URL``
 or the default SQLite file. Data goes to stdout, notes to stderr; bad input is
-one ``memctx: error: ...`` line and a non-zero exit.
+one ``memctx: error: ...`` line and a non-zero exit (the ``memctx`` group turns
+errors escaping a command into that line: see :mod:`memctx.cli`). Commands
+that print data take ``--format json``; the view commands print
+``{thread_id, batch, visible}`` with it.
 
 The store (and SQLAlchemy) is imported only when a ``thread`` command runs,
 so the other ``memctx`` commands start as fast as before.
@@ -12,27 +15,34 @@ so the other ``memctx`` commands start as fast as before.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from memctx._cli_errors import fail
 from memctx._cli_inspect import thread_inspect
-from memctx._cli_options import build_options, print_build_result
-from memctx.store import _cli_views
-from memctx.store._cli_common import (
-    chunks_from_json,
-    db_option,
-    friendly,
-    note,
-    open_store,
-    read_json,
+from memctx._cli_options import (
+    all_build_options,
+    build_kwargs,
+    format_option,
+    print_build_result,
 )
+from memctx._cli_support import (
+    STDIO,
+    about_file,
+    display_name,
+    echo_json,
+    fail,
+    note,
+    read_json,
+    working,
+    write_output,
+)
+from memctx.store import _cli_views
+from memctx.store._cli_common import db_option, open_store, report
+from memctx.store._cli_messages import MessagesCommand, chunks_to_add, message_options
 
 if TYPE_CHECKING:
-    from memctx._chunk import Chunk
+    from memctx.store._records import ThreadInfo
 
 
 @click.group("thread", context_settings={"help_option_names": ["-h", "--help"]})
@@ -41,41 +51,44 @@ def thread() -> None:
     """Threads of chunks in the persistent store (SQLite by default, or PostgreSQL)."""
 
 
+def _thread_info_json(info: ThreadInfo) -> dict[str, Any]:
+    return {
+        "id": info.id,
+        "chunks": info.chunk_count,
+        "batch": info.batch,
+        "created_at": info.created_at.isoformat(),
+    }
+
+
 @thread.command("new")
 @click.argument("thread_id", required=False)
 @click.option("--exist-ok", is_flag=True, help="Succeed if the thread exists already.")
+@format_option("text", "json", help="text: the id; json: {id}.")
 @db_option
-@friendly
-def new_thread(thread_id: str | None, exist_ok: bool) -> None:
+def new_thread(thread_id: str | None, exist_ok: bool, output_format: str) -> None:
     """Create a thread (THREAD_ID, or a fresh id) and print its id."""
     with open_store() as store:
-        click.echo(store.create_thread(thread_id, exist_ok=exist_ok))
+        created = store.create_thread(thread_id, exist_ok=exist_ok)
+    if output_format == "json":
+        echo_json({"id": created})
+    else:
+        click.echo(created)
 
 
 @thread.command("list")
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text")
+@format_option(
+    "text",
+    "json",
+    help="text: id, chunks, batch, created, tab-separated; json: [{id, chunks, batch, "
+    "created_at}].",
+)
 @db_option
-@friendly
 def list_threads(output_format: str) -> None:
     """List the threads: id, chunks stored, current batch, creation time."""
     with open_store() as store:
         threads = store.list_threads()
     if output_format == "json":
-        click.echo(
-            json.dumps(
-                [
-                    {
-                        "id": t.id,
-                        "chunks": t.chunk_count,
-                        "batch": t.batch,
-                        "created_at": t.created_at.isoformat(),
-                    }
-                    for t in threads
-                ],
-                ensure_ascii=False,
-                indent=2,
-            )
-        )
+        echo_json([_thread_info_json(t) for t in threads])
         return
     for t in threads:
         click.echo(
@@ -86,25 +99,26 @@ def list_threads(output_format: str) -> None:
 @thread.command("show")
 @click.argument("thread_id")
 @click.option("--all", "show_all", is_flag=True, help="Every stored chunk, hidden ones too.")
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    help="json: the visible chunks as a state file.",
+@format_option(
+    "text",
+    "json",
+    help="text: each chunk's XML under its role; json: the visible chunks as a state file "
+    "(with --all: every stored chunk).",
 )
 @db_option
-@friendly
 def show(thread_id: str, show_all: bool, output_format: str) -> None:
     """Print the visible chunks of THREAD_ID as XML, under their roles."""
-    from memctx import create_builder
+    from memctx import MemoryState, create_builder
     from memctx.statefile import dumps_state
 
     with open_store() as store:
-        state = store.get_current_state(thread_id)
         if output_format == "json":
+            state = store.get_current_state(thread_id)
+            if show_all:
+                state = MemoryState(store.get_all_chunks(thread_id), thread_id=thread_id)
             click.echo(dumps_state(state))
             return
+        state = store.get_current_state(thread_id)
         info = store.thread_info(thread_id)
         items = store.history(thread_id)
     click.echo(
@@ -121,74 +135,109 @@ def show(thread_id: str, show_all: bool, output_format: str) -> None:
         click.echo(xml)
 
 
-@thread.command("append")
+_CHANGE_FORMAT = format_option(
+    "text", "json", help="text: a note on stderr; json: {thread_id, batch, visible} on stdout."
+)
+
+
+@thread.command("append", cls=MessagesCommand)
 @click.argument("thread_id")
 @click.argument("source", required=False, metavar="[FILE]")
-@click.option("--user", "user_text", help="Append a user message with this text.")
-@click.option("--assistant", "assistant_text", help="Append an assistant message.")
-@click.option("--system", "system_text", help="Append system context.")
+@message_options
+@format_option(
+    "text",
+    "json",
+    help="text: a note on stderr; json: {thread_id, appended, already_stored, chunk_ids} "
+    "on stdout.",
+)
 @db_option
-@friendly
-def append(
+def append(thread_id: str, source: str | None, output_format: str, **params: Any) -> None:
+    """Append chunks to THREAD_ID, atomically.
+
+    From FILE (a state file, a JSON array of chunk objects, one chunk object,
+    or '-' for stdin), or messages given as options, in the order typed:
+    memctx thread append t1 --user "Hi" --assistant "Hello" --user "Bye".
+    """
+    new = chunks_to_add(source, params)
+    with open_store() as store, working(f"appending {len(new)} chunks", len(new)):
+        added = store.append(thread_id, *new)
+    if output_format == "json":
+        echo_json(
+            {
+                "thread_id": thread_id,
+                "appended": added,
+                "already_stored": len(new) - added,
+                "chunk_ids": [c.id for c in new],
+            }
+        )
+    else:
+        note(f"appended {added} new chunk(s) to {thread_id} ({len(new) - added} already stored)")
+
+
+@thread.command("insert", cls=MessagesCommand)
+@click.argument("thread_id")
+@click.argument("source", required=False, metavar="[FILE]")
+@click.option(
+    "--at",
+    "position",
+    type=int,
+    required=True,
+    help="Visible position the chunks go to (0: first; -1: the end).",
+)
+@message_options
+@_CHANGE_FORMAT
+@db_option
+def insert(
+    thread_id: str, source: str | None, position: int, output_format: str, **params: Any
+) -> None:
+    """Show new chunks at a visible position of THREAD_ID (a new batch; history is kept).
+
+    The chunks come from FILE ('-': stdin) or the message options, in order.
+    """
+    new = chunks_to_add(source, params)
+    with open_store() as store:
+        report(store, thread_id, store.insert(thread_id, position, *new), output_format)
+
+
+@thread.command("replace", cls=MessagesCommand)
+@click.argument("thread_id")
+@click.argument("source", required=False, metavar="[FILE]")
+@click.option("--at", "index", type=int, help="Visible index of the chunk to replace (-1: last).")
+@click.option("--chunk", "chunk_id", metavar="CHUNK_ID", help="Id of the chunk to replace.")
+@message_options
+@_CHANGE_FORMAT
+@db_option
+def replace(
     thread_id: str,
     source: str | None,
-    user_text: str | None,
-    assistant_text: str | None,
-    system_text: str | None,
+    index: int | None,
+    chunk_id: str | None,
+    output_format: str,
+    **params: Any,
 ) -> None:
-    """Append chunks to THREAD_ID.
+    """Show one new chunk in place of a visible one (a new batch; the old one stays in the
+    history).
 
-    From FILE (a state file, a JSON array of chunk objects, or '-' for stdin),
-    or one message given with --user, --assistant or --system.
+    The chunk comes from FILE ('-': stdin) or one message option; the chunk to
+    replace is given by --at INDEX or --chunk CHUNK_ID.
     """
-    from memctx import chunks as make
-
-    factories: dict[str, Callable[[str], Chunk]] = {
-        "user": make.user,
-        "assistant": make.assistant,
-        "system": make.system,
-    }
-    texts = {"user": user_text, "assistant": assistant_text, "system": system_text}
-    given = [(name, text) for name, text in texts.items() if text is not None]
-    if (source is None) == (not given) or len(given) > 1:
-        fail("give either FILE or one of --user, --assistant, --system")
-    if source is not None:
-        new = chunks_from_json(read_json(source))
-    else:
-        name, text = given[0]
-        new = [factories[name](text)]
+    if (index is None) == (chunk_id is None):
+        fail("give exactly one of --at, --chunk")
+    [chunk] = chunks_to_add(source, params, one=True)
+    target: int | str = index if index is not None else str(chunk_id)
     with open_store() as store:
-        added = store.append(thread_id, *new)
-    note(f"appended {added} new chunk(s) to {thread_id} ({len(new) - added} already stored)")
+        report(store, thread_id, store.replace(thread_id, target, chunk), output_format)
 
 
 @thread.command("build")
 @click.argument("thread_id")
-@build_options
+@all_build_options
 @db_option
-@friendly
-def build(
-    thread_id: str,
-    max_tokens: int | None,
-    reserve_tokens: int,
-    model: str,
-    system_prompt: str | None,
-    strategy: str,
-    output_format: str,
-) -> None:
+def build(thread_id: str, output_format: str, **params: Any) -> None:
     """Build the messages for THREAD_ID (recorded as a context.built event); report on stderr."""
-    from memctx import create_tokenizer
-
-    tokenizer = create_tokenizer(model)
+    options = build_kwargs(params)
     with open_store() as store:
-        result = store.build(
-            thread_id,
-            max_tokens=max_tokens,
-            reserve_tokens=reserve_tokens,
-            tokenizer=tokenizer,
-            system_prompt=system_prompt,
-            strategy=strategy,
-        )
+        result = store.build(thread_id, **options)
     print_build_result(result, output_format)
 
 
@@ -197,63 +246,74 @@ def build(
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the snapshot here (atomically) instead of to stdout.",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    default=STDIO,
+    show_default=True,
+    help="Write the snapshot here (atomically; '-': stdout).",
 )
 @db_option
-@friendly
-def export(thread_id: str, output: Path | None) -> None:
+def export(thread_id: str, output: str) -> None:
     """Print (or write) a snapshot of THREAD_ID: visible chunks, history and batches."""
-    from memctx.statefile import write_text_atomic
+    from memctx.statefile import escape_surrogates
 
-    with open_store() as store:
-        text = json.dumps(store.export_snapshot(thread_id), ensure_ascii=False, indent=2)
-    if output is None:
-        click.echo(text)
-    else:
-        write_text_atomic(output, text + "\n")
+    with open_store() as store, working(f"exporting {thread_id}"):
+        snapshot = store.export_snapshot(thread_id)
+        text = escape_surrogates(json.dumps(snapshot, ensure_ascii=False, indent=2))
+    write_output(output, text + "\n")
+    if output != STDIO:
         note(f"wrote {thread_id} to {output}")
 
 
 @thread.command("import")
 @click.argument("source", metavar="FILE")
 @click.option("--thread-id", default=None, help="Id of the new thread [default: the snapshot's].")
+@format_option("text", "json", help="text: the new thread's id; json: {id, chunks, batch}.")
 @db_option
-@friendly
-def import_(source: str, thread_id: str | None) -> None:
+def import_(source: str, thread_id: str | None, output_format: str) -> None:
     """Create a thread from a snapshot or state file (FILE, or '-' for stdin); print its id."""
     data = read_json(source)
     with open_store() as store:
-        click.echo(store.import_snapshot(data, thread_id=thread_id))
+        with about_file(source), working(f"importing {display_name(source)}"):
+            created = store.import_snapshot(data, thread_id=thread_id)
+        info = store.thread_info(created)
+    if output_format == "json":
+        echo_json({"id": created, "chunks": info.chunk_count, "batch": info.batch})
+    else:
+        click.echo(created)
 
 
 @thread.command("events")
 @click.argument("thread_id")
 @click.option("--kind", default=None, help="Only events of this kind (e.g. context.built).")
+@format_option(
+    "jsonl",
+    "json",
+    help="jsonl: one {id, kind, created_at, payload} object per line; json: an array of them.",
+)
 @db_option
-@friendly
-def events(thread_id: str, kind: str | None) -> None:
-    """Print the events of THREAD_ID, one JSON object per line."""
+def events(thread_id: str, kind: str | None, output_format: str) -> None:
+    """Print the events of THREAD_ID, oldest first."""
     with open_store() as store:
-        for e in store.events(thread_id, kind):
-            click.echo(
-                json.dumps(
-                    {
-                        "id": e.id,
-                        "kind": e.kind,
-                        "created_at": e.created_at.isoformat(),
-                        "payload": e.payload,
-                    },
-                    ensure_ascii=False,
-                )
-            )
+        found = [
+            {
+                "id": e.id,
+                "kind": e.kind,
+                "created_at": e.created_at.isoformat(),
+                "payload": e.payload,
+            }
+            for e in store.events(thread_id, kind)
+        ]
+    if output_format == "json":
+        echo_json(found)
+        return
+    for event in found:
+        click.echo(json.dumps(event, ensure_ascii=False))
 
 
 @thread.command("delete")
 @click.argument("thread_id")
 @click.option("--yes", is_flag=True, help="Confirm: the thread and its history are deleted.")
 @db_option
-@friendly
 def delete(thread_id: str, yes: bool) -> None:
     """Delete THREAD_ID with its whole history (needs --yes)."""
     if not yes:
