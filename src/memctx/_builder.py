@@ -16,6 +16,7 @@ from memctx._group import group
 from memctx._incremental import LastWalk
 from memctx._options import BuildOptions, parse_build_options
 from memctx._pin import pin
+from memctx._provider_turns import added_turn_tokens, reserved_turn_tokens
 from memctx._rendering import RendererRegistry, renderer_cache_key
 from memctx._report import report
 from memctx._result import ContextBuildResult
@@ -101,6 +102,8 @@ class ContextBuilder:
         pinned_body = sorted(p for p in pinned if costs.role(p) != "system")
         pinned_system = sorted(p for p in pinned if costs.role(p) == "system")
         fixed = model.overhead["priming"] + pinned_cost(model, pinned_body, pinned_system)
+        reserved = reserved_turn_tokens(opts.provider, tokenizer)  # turns an adapter adds
+        fixed += reserved
         if opts.budget is not None and fixed > opts.budget:
             raise BudgetExceededError(
                 fixed, opts.budget, f"{len(pinned)} pinned chunks, with tokenizer {tokenizer.name}"
@@ -130,6 +133,10 @@ class ContextBuilder:
             pinned=pinned,
             units=units,
             reuse=selected.reusable_messages,
+            added_tokens=lambda messages: added_turn_tokens(
+                [m.role for m in messages], opts.provider, tokenizer
+            ),
+            reserved=reserved,
         )
         result = report(  # 6. report
             grouped,
@@ -137,7 +144,7 @@ class ContextBuilder:
             candidates,
             opts,
             tokenizer.name,
-            tokenizer.exact,
+            tokenizer.exact and opts.provider in (None, "openai"),
             costs.measure,
             costs.known_tokens,
             costs.rendered,
