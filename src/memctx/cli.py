@@ -94,7 +94,9 @@ def import_openai(transcript: Path, output: Path, thread_id: str | None, strict:
     for index, role in report.unknown_roles:
         click.echo(f"note: message {index} has role {role!r}; kept as a CUSTOM chunk", err=True)
     if report.unanswered_calls:
-        click.echo(f"note: {len(report.unanswered_calls)} tool call(s) have no result", err=True)
+        ids = ", ".join(report.unanswered_calls)
+        count = len(report.unanswered_calls)
+        click.echo(f"note: {count} tool call(s) have no result (pending): {ids}", err=True)
 
 
 main.add_command(inspect_command)
