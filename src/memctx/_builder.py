@@ -26,7 +26,15 @@ from memctx._selection import SelectionProblem
 from memctx._state import MemoryState
 from memctx._tokens import EstimatingTokenizer, tokenizer_traits
 from memctx.typing import ChunkRenderer, Tokenizer
-from memctx.xml import SafeXml, count_forbidden, sanitize
+from memctx.xml import (
+    DEFAULT_CONTENT_MODE,
+    SafeXml,
+    XmlContentMode,
+    check_content_mode,
+    content_mode,
+    count_forbidden,
+    sanitize,
+)
 
 
 class ContextBuilder:
@@ -42,8 +50,16 @@ class ContextBuilder:
     """
 
     def __init__(
-        self, tokenizer: Tokenizer | None = None, *, registry: RendererRegistry | None = None
+        self,
+        tokenizer: Tokenizer | None = None,
+        *,
+        registry: RendererRegistry | None = None,
+        content: XmlContentMode = DEFAULT_CONTENT_MODE,
     ) -> None:
+        try:
+            self.content: XmlContentMode = check_content_mode(content)
+        except ValueError as exc:
+            raise BuildOptionError("content", str(exc)) from None
         self.registry = registry if registry is not None else RendererRegistry()
         self.tokenizer: Tokenizer = tokenizer if tokenizer is not None else EstimatingTokenizer()
         self._caches = BuildCaches()
@@ -161,7 +177,8 @@ class ContextBuilder:
 
     def render_chunk(self, chunk: Chunk) -> RenderedChunk:
         """Render ``chunk`` with the registry: its role, segment and replaced characters."""
-        role, xml = self.registry.render(chunk)
+        with content_mode(self.content):  # how render_element writes content
+            role, xml = self.registry.render(chunk)
         if type(xml) is SafeXml:
             replaced = xml.replaced
         else:  # a renderer that did not use render_element: check its output
@@ -190,6 +207,8 @@ class ContextBuilder:
         with self._lock:
             if self._chain_generation != self.registry.generation:
                 self._chain_key = tuple(renderer_cache_key(r) for r in self.registry.renderers)
+                if self.content != "escape":  # renderings differ per content mode
+                    self._chain_key += (("content", self.content),)
                 self._chain_generation = self.registry.generation
             return self._chain_key
 
@@ -284,10 +303,17 @@ class ContextBuilder:
 
 
 def create_builder(
-    tokenizer: Tokenizer | None = None, *, renderers: Iterable[ChunkRenderer] = ()
+    tokenizer: Tokenizer | None = None,
+    *,
+    renderers: Iterable[ChunkRenderer] = (),
+    content: XmlContentMode = DEFAULT_CONTENT_MODE,
 ) -> ContextBuilder:
-    """Return a builder with the installed renderer plugins, plus ``renderers`` ahead of them."""
-    builder = ContextBuilder(tokenizer)
+    """Return a builder with the installed renderer plugins, plus ``renderers`` ahead of them.
+
+    ``content`` is how chunk content is written in the XML: ``"cdata"`` (the
+    default: code as it is) or ``"escape"`` (entities); see :mod:`memctx.xml`.
+    """
+    builder = ContextBuilder(tokenizer, content=content)
     for renderer in renderers:
         builder.register_renderer(renderer)
     return builder
