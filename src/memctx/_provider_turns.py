@@ -63,6 +63,9 @@ def added_turns(
     """
     if provider not in PROVIDERS:
         raise ValueError(f"unknown provider {provider!r}; choose one of {', '.join(PROVIDERS)}")
+    for name, text in (("opening_turn", opening_turn), ("closing_turn", closing_turn)):
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"{name} must be a non-blank string, got {text!r}")
     body = [role for role in roles if role != "system"]
     if provider == "openai" or not body:
         return AddedTurns()

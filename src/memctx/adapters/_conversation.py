@@ -33,6 +33,7 @@ from memctx._message import ContextMessage
 from memctx._result import ContextBuildResult, ExclusionReason
 from memctx.adapters._ids import provider_id, provider_name
 from memctx.adapters._segments import split_segments
+from memctx.xml import sanitize
 
 ToolMode: TypeAlias = Literal["text", "native"]
 TOOL_MODES = ("text", "native")
@@ -163,7 +164,19 @@ def _turn_role(role: Role) -> Literal["user", "assistant"]:
 
 def _plain(chunk: Chunk) -> Any:
     content = chunk.content
-    return content if isinstance(content, str) else json.loads(chunk.text)
+    return content if isinstance(content, str) else _clean(json.loads(chunk.text))
+
+
+def _clean(value: Any) -> Any:
+    """JSON with XML-forbidden characters replaced, as in the text form (lone surrogates
+    could not even be encoded in a request)."""
+    if isinstance(value, str):
+        return sanitize(value)
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    if isinstance(value, dict):
+        return {sanitize(k): _clean(v) for k, v in value.items()}
+    return value
 
 
 def _native(system: str, body: list[ContextMessage], included: Sequence[Chunk]) -> Conversation:
@@ -220,7 +233,13 @@ def _native(system: str, body: list[ContextMessage], included: Sequence[Chunk]) 
         meta = answer.metadata
         pair = (
             Call(call, sent, sent_name, arguments),
-            Result(answer, sent, sent_name, answer.text, bool(meta.error or meta.success is False)),
+            Result(
+                answer,
+                sent,
+                sent_name,
+                sanitize(answer.text),
+                bool(meta.error or meta.success is False),
+            ),
         )
         native[call.id] = native[answer.id] = pair
     turns = []
