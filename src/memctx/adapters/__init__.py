@@ -12,9 +12,12 @@ call takes, and meet each provider's documented rules:
 
 Each takes ``tools="text"`` (the default: calls and results are XML text, as
 built) or ``tools="native"`` (calls and results as the provider's own
-structures; see :mod:`memctx.adapters._conversation` for when a call is sent
-natively, and :func:`tool_mapping` for the ids and names sent). A request
-with nothing to send raises :class:`~memctx.EmptyContextError`.
+structures). A call is sent natively when its ``call_id`` is unique, its
+arguments are a JSON object and exactly one result is included, in the very
+next message; any other call stays XML text with its results, so a native
+call never goes without its result. :func:`tool_mapping` reports the ids and
+names sent. A request with nothing to send raises
+:class:`~memctx.EmptyContextError`.
 
 Token counts: ``result.token_count`` counts the messages as built (the text
 form). A build with ``provider="anthropic"`` or ``"gemini"`` also counts the

@@ -179,21 +179,41 @@ def _clean(value: Any) -> Any:
     return value
 
 
-def _native(system: str, body: list[ContextMessage], included: Sequence[Chunk]) -> Conversation:
-    by_id = {chunk.id: chunk for chunk in included}
-    members: list[list[Chunk] | None] = []
-    segments: list[list[str] | None] = []
-    for message in body:
-        found = [by_id.get(i) for i in message.chunk_ids]
-        present = [c for c in found if c is not None]
-        ok = len(present) == len(found)
-        members.append(present if ok else None)
-        segments.append(split_segments(message.content, len(present)) if ok else None)
+@attrs.frozen
+class _Cut:
+    """A body message with its chunks and their segments (None: it cannot be cut)."""
+
+    message: ContextMessage
+    chunks: list[Chunk] | None
+    segments: list[str] | None
+
+
+def _cut(message: ContextMessage, by_id: Mapping[str, Chunk]) -> _Cut:
+    found = [by_id.get(i) for i in message.chunk_ids]
+    present = [c for c in found if c is not None]
+    if len(present) != len(found):
+        return _Cut(message, None, None)
+    return _Cut(message, present, split_segments(message.content, len(present)))
+
+
+def _pair(call: Chunk, answer: Chunk, call_id: str) -> tuple[Call, Result]:
+    sent = provider_id(call_id)
+    name = provider_name(call.metadata.tool or call.metadata.skill or "tool")
+    meta = answer.metadata
+    failed = bool(meta.error or meta.success is False)
+    return (
+        Call(call, sent, name, _plain(call)),
+        Result(answer, sent, name, sanitize(answer.text), failed),
+    )
+
+
+def _native_pairs(cuts: list[_Cut]) -> dict[str, tuple[Call, Result]]:
+    """The calls sent natively with their results, by the chunk id of each."""
     where: dict[str, int] = {}
     calls: dict[str, list[Chunk]] = {}
     results: dict[str, list[Chunk]] = {}
-    for index, held in enumerate(members):
-        for chunk in held or ():
+    for index, cut in enumerate(cuts):
+        for chunk in cut.chunks or ():
             where[chunk.id] = index
             call_id = chunk.metadata.call_id
             if call_id is None:
@@ -202,70 +222,67 @@ def _native(system: str, body: list[ContextMessage], included: Sequence[Chunk]) 
                 calls.setdefault(call_id, []).append(chunk)
             elif chunk.type is ChunkType.ENVIRONMENT:
                 results.setdefault(call_id, []).append(chunk)
-    native: dict[str, tuple[Call, Result]] = {}  # chunk id of call or result -> pair
+    native: dict[str, tuple[Call, Result]] = {}
     sent_ids: dict[str, str] = {}
-    mapping_ids: dict[str, str] = {}
-    mapping_names: dict[str, str] = {}
     for call_id, found_calls in calls.items():
         answers = results.get(call_id, [])
         if len(found_calls) != 1 or len(answers) != 1:
             continue
         call, answer = found_calls[0], answers[0]
-        arguments = _plain(call)
         i, j = where[call.id], where[answer.id]
         if (
             answer.action not in _RESULT_ACTIONS[call.action or ""]
-            or not isinstance(arguments, dict)
+            or not isinstance(_plain(call), dict)
             or j != i + 1
-            or segments[i] is None
-            or segments[j] is None
-            or body[i].role != "assistant"
-            or body[j].role != "user"
+            or cuts[i].segments is None
+            or cuts[j].segments is None
+            or cuts[i].message.role != "assistant"
+            or cuts[j].message.role != "user"
         ):
             continue
-        sent = provider_id(call_id)
-        if sent_ids.setdefault(sent, call_id) != call_id:
+        pair = _pair(call, answer, call_id)
+        if sent_ids.setdefault(pair[0].id, call_id) != call_id:
             continue  # two call ids met after cleaning: keep the later one as text
-        name = call.metadata.tool or call.metadata.skill or "tool"
-        sent_name = provider_name(name)
-        mapping_ids[call_id] = sent
-        mapping_names[name] = sent_name
-        meta = answer.metadata
-        pair = (
-            Call(call, sent, sent_name, arguments),
-            Result(
-                answer,
-                sent,
-                sent_name,
-                sanitize(answer.text),
-                bool(meta.error or meta.success is False),
-            ),
-        )
         native[call.id] = native[answer.id] = pair
-    turns = []
-    for message, held, cut in zip(body, members, segments, strict=True):
-        if held is None or cut is None or not any(c.id in native for c in held):
-            turns.append(Turn(_turn_role(message.role), (Text(message.content),)))
+    return native
+
+
+def _native_turn(cut: _Cut, native: Mapping[str, tuple[Call, Result]]) -> Turn:
+    """One turn: native results first, then text and calls in order."""
+    role = _turn_role(cut.message.role)
+    if cut.chunks is None or cut.segments is None or not any(c.id in native for c in cut.chunks):
+        return Turn(role, (Text(cut.message.content),))
+    front: list[Part] = []
+    parts: list[Part] = []
+    text: list[str] = []
+    for chunk, segment in zip(cut.chunks, cut.segments, strict=True):
+        pair = native.get(chunk.id)
+        if pair is None:
+            text.append(segment)
             continue
-        front: list[Part] = []
-        parts: list[Part] = []
-        pending_text: list[str] = []
-        for chunk, segment in zip(held, cut, strict=True):
-            found_pair = native.get(chunk.id)
-            if found_pair is None:
-                pending_text.append(segment)
-                continue
-            if pending_text:
-                parts.append(Text("".join(pending_text)))
-                pending_text = []
-            if chunk is found_pair[0].chunk:
-                parts.append(found_pair[0])
-            else:
-                front.append(found_pair[1])
-        if pending_text:
-            parts.append(Text("".join(pending_text)))
-        turns.append(Turn(_turn_role(message.role), (*front, *parts)))
-    return Conversation(system, tuple(turns), ToolMapping(mapping_ids, mapping_names))
+        if text:
+            parts.append(Text("".join(text)))
+            text = []
+        if chunk is pair[0].chunk:
+            parts.append(pair[0])
+        else:
+            front.append(pair[1])
+    if text:
+        parts.append(Text("".join(text)))
+    return Turn(role, (*front, *parts))
+
+
+def _native(system: str, body: list[ContextMessage], included: Sequence[Chunk]) -> Conversation:
+    by_id = {chunk.id: chunk for chunk in included}
+    cuts = [_cut(message, by_id) for message in body]
+    native = _native_pairs(cuts)
+    calls = [pair[0] for chunk_id, pair in native.items() if pair[0].chunk.id == chunk_id]
+    mapping = ToolMapping(
+        {c.chunk.metadata.call_id or "": c.id for c in calls},
+        {c.chunk.metadata.tool or c.chunk.metadata.skill or "tool": c.name for c in calls},
+    )
+    turns = tuple(_native_turn(cut, native) for cut in cuts)
+    return Conversation(system, turns, mapping)
 
 
 def tool_mapping(result: ContextBuildResult) -> ToolMapping:

@@ -5,8 +5,10 @@ One rule serves the three providers: an id matches ``^[A-Za-z0-9_-]{1,40}$``
 ``^[A-Za-z_][A-Za-z0-9_-]{0,63}$`` (OpenAI and Anthropic: letters, digits,
 ``_`` and ``-`` up to 64; Gemini: starting with a letter or ``_``). A valid
 value is kept; any other becomes its valid characters (others replaced by
-``_``), shortened, followed by ``_`` and 8 hex digits of its SHA-256, so two
-different values never meet and the same value always maps alike.
+``_``), shortened, followed by ``_`` and 8 hex digits of its SHA-256: the
+same value always maps alike, and two different values practically never
+meet (should two call ids of one request meet, the later call is sent as
+text).
 """
 
 from __future__ import annotations
