@@ -23,14 +23,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 import attrs
 
 from memctx._chunk import Chunk, ChunkType, Role
 from memctx._exceptions import EmptyContextError
 from memctx._message import ContextMessage
-from memctx._result import ContextBuildResult, ExclusionReason
 from memctx.adapters._ids import provider_id, provider_name
 from memctx.adapters._segments import split_segments
 from memctx.xml import sanitize
@@ -97,11 +96,32 @@ class Conversation:
     mapping: ToolMapping
 
 
-Source: TypeAlias = ContextBuildResult | Sequence[ContextMessage]
+@runtime_checkable
+class BuildResult(Protocol):
+    """What the adapters read of a :class:`~memctx.ContextBuildResult`.
+
+    (A Protocol, so that the result's ``to_*`` methods can call the adapters
+    without the two modules importing each other.)
+    """
+
+    @property
+    def messages(self) -> tuple[ContextMessage, ...]: ...
+
+    @property
+    def included_chunks(self) -> tuple[Chunk, ...]: ...
+
+    @property
+    def excluded_chunk_ids(self) -> tuple[str, ...]: ...
+
+    @property
+    def exclusions(self) -> Mapping[str, Any]: ...
+
+
+Source: TypeAlias = BuildResult | Sequence[ContextMessage]
 
 
 def _messages(source: Source) -> tuple[ContextMessage, ...]:
-    if isinstance(source, ContextBuildResult):
+    if isinstance(source, BuildResult):
         return source.messages
     messages = tuple(source)
     for message in messages:
@@ -122,7 +142,7 @@ def empty_reason(source: Source) -> str:
     messages = _messages(source)
     if messages:
         return "the build holds only a system message, and the API needs a user or assistant turn"
-    if not isinstance(source, ContextBuildResult):
+    if not isinstance(source, BuildResult):
         return "no messages were given"
     if not source.excluded_chunk_ids:
         return "the state holds no chunks"
@@ -130,7 +150,7 @@ def empty_reason(source: Source) -> str:
     for exclusion in source.exclusions.values():
         counts[exclusion.reason.value] = counts.get(exclusion.reason.value, 0) + 1
     detail = ", ".join(f"{n} by {reason}" for reason, n in sorted(counts.items()))
-    what = "the budget" if set(counts) == {ExclusionReason.OVER_BUDGET.value} else "the options"
+    what = "the budget" if set(counts) == {"over_budget"} else "the options"
     return f"{what} left out all {len(source.excluded_chunk_ids)} chunks ({detail})"
 
 
@@ -153,7 +173,7 @@ def conversation(
     if tools == "text":
         turns = tuple(Turn(_turn_role(m.role), (Text(m.content),)) for m in body)
         return Conversation(system, turns, ToolMapping())
-    if not isinstance(source, ContextBuildResult):
+    if not isinstance(source, BuildResult):
         raise TypeError("tools='native' needs the ContextBuildResult (it holds the chunks)")
     return _native(system, body, source.included_chunks)
 
@@ -285,7 +305,7 @@ def _native(system: str, body: list[ContextMessage], included: Sequence[Chunk]) 
     return Conversation(system, turns, mapping)
 
 
-def tool_mapping(result: ContextBuildResult) -> ToolMapping:
+def tool_mapping(result: BuildResult) -> ToolMapping:
     """The ids and names the native calls of ``result`` are sent with (see :class:`ToolMapping`)."""
     if not any(m.role != "system" for m in result.messages):
         return ToolMapping()
