@@ -50,7 +50,7 @@ def verbatim_messages(state: MemoryState, result: ContextBuildResult) -> int:
 def main() -> None:
     tokenizer = create_tokenizer("gpt-4o")
     builders = {
-        "escape": create_builder(),
+        "escape": create_builder(content="escape"),
         "cdata": create_builder(content="cdata"),
         "raw": create_builder(renderers=[RawRenderer()]),
     }
