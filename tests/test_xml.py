@@ -235,13 +235,13 @@ class TestContentModes:
         assert parse_element(xml) == ("x", {"a": "\ufffd"}, "<\ufffd>")
         assert xml.replaced == 2
 
-    def test_content_mode_sets_the_default_for_the_block_only(self) -> None:
-        with content_mode("escape"):
+    def test_content_mode_sets_the_mode_for_the_block_only(self) -> None:
+        """Outside any builder or block, render_element escapes; builders default to CDATA."""
+        with content_mode(DEFAULT_CONTENT_MODE):
             inside = render_element("x", [], "<")
-        assert inside == "<x>\n&lt;\n</x>"
-        assert render_element("x", [], "<") == render_element(
-            "x", [], "<", mode=DEFAULT_CONTENT_MODE
-        )
+
+        assert inside == "<x>\n<![CDATA[<]]>\n</x>"
+        assert render_element("x", [], "<") == "<x>\n&lt;\n</x>"
 
     def test_unknown_mode_is_refused(self) -> None:
         with pytest.raises(ValueError, match="unknown content mode 'raw'"):
