@@ -95,7 +95,7 @@ class TestGrouping:
         assert anthropic["system"] == result.messages[0].content
         assert anthropic["messages"][0]["role"] == "user"
         gemini = result.to_gemini()
-        assert gemini["system_instruction"]["parts"][0]["text"] == result.messages[0].content
+        assert gemini["config"]["system_instruction"] == result.messages[0].content
         assert {c["role"] for c in gemini["contents"]} == {"user", "model"}
         assert result.to_text().startswith("=== system ===\nP\n")
 

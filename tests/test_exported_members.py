@@ -8,7 +8,7 @@ import types
 import pytest
 
 import memctx
-from memctx import chunks, statefile, team, xml
+from memctx import adapters, chunks, importers, statefile, team, xml
 
 DESIGN_MD_NAMES = {
     "Chunk",
@@ -112,7 +112,9 @@ class TestNoLeaks:
 
 
 class TestPublicSubmodules:
-    @pytest.mark.parametrize("module", [chunks, statefile, xml], ids=lambda m: m.__name__)
+    @pytest.mark.parametrize(
+        "module", [chunks, importers, statefile, xml], ids=lambda m: m.__name__
+    )
     def test_all_is_sorted_and_every_name_exists(self, module: types.ModuleType) -> None:
         assert module.__all__ == sorted(set(module.__all__))
         assert [name for name in module.__all__ if not hasattr(module, name)] == []
@@ -205,3 +207,19 @@ def test_integration_modules_declare_what_they_offer(name: str) -> None:
 
     assert module.__all__ == sorted(set(module.__all__))
     assert [n for n in module.__all__ if not hasattr(module, n)] == []
+
+
+class TestAdapters:
+    def test_all_holds_each_name_once_and_every_name_exists(self) -> None:
+        assert len(adapters.__all__) == len(set(adapters.__all__))
+        assert [name for name in adapters.__all__ if not hasattr(adapters, name)] == []
+
+    def test_offers_the_adapters_design_md_names(self) -> None:
+        assert {"to_openai", "to_anthropic", "to_gemini", "to_langchain", "to_text"} <= set(
+            adapters.__all__
+        )
+
+    def test_importers_offer_the_design_md_names(self) -> None:
+        assert {"load_openai_transcript", "load_anthropic_messages", "from_langchain"} <= set(
+            importers.__all__
+        )

@@ -17,6 +17,7 @@ from memctx._group import group
 from memctx._incremental import LastWalk
 from memctx._options import BuildOptions, parse_build_options
 from memctx._pin import pin
+from memctx._provider_turns import added_turn_tokens, reserved_turn_tokens
 from memctx._rendering import RendererRegistry, renderer_cache_key
 from memctx._report import report
 from memctx._result import ContextBuildResult
@@ -26,7 +27,15 @@ from memctx._selection import SelectionProblem
 from memctx._state import MemoryState
 from memctx._tokens import EstimatingTokenizer, tokenizer_traits
 from memctx.typing import ChunkRenderer, Tokenizer
-from memctx.xml import SafeXml, count_forbidden, sanitize
+from memctx.xml import (
+    DEFAULT_CONTENT_MODE,
+    SafeXml,
+    XmlContentMode,
+    check_content_mode,
+    content_mode,
+    count_forbidden,
+    sanitize,
+)
 
 _log = logging.getLogger(__name__)
 
@@ -44,8 +53,16 @@ class ContextBuilder:
     """
 
     def __init__(
-        self, tokenizer: Tokenizer | None = None, *, registry: RendererRegistry | None = None
+        self,
+        tokenizer: Tokenizer | None = None,
+        *,
+        registry: RendererRegistry | None = None,
+        content: XmlContentMode = DEFAULT_CONTENT_MODE,
     ) -> None:
+        try:
+            self.content: XmlContentMode = check_content_mode(content)
+        except ValueError as exc:
+            raise BuildOptionError("content", str(exc)) from None
         self.registry = registry if registry is not None else RendererRegistry()
         self.tokenizer: Tokenizer = tokenizer if tokenizer is not None else EstimatingTokenizer()
         self._caches = BuildCaches()
@@ -110,6 +127,8 @@ class ContextBuilder:
         pinned_body = sorted(p for p in pinned if costs.role(p) != "system")
         pinned_system = sorted(p for p in pinned if costs.role(p) == "system")
         fixed = model.overhead["priming"] + pinned_cost(model, pinned_body, pinned_system)
+        reserved = reserved_turn_tokens(opts.provider, tokenizer)  # turns an adapter adds
+        fixed += reserved
         if opts.budget is not None and fixed > opts.budget:
             raise BudgetExceededError(
                 fixed, opts.budget, f"{len(pinned)} pinned chunks, with tokenizer {tokenizer.name}"
@@ -139,6 +158,10 @@ class ContextBuilder:
             pinned=pinned,
             units=units,
             reuse=selected.reusable_messages,
+            added_tokens=lambda messages: added_turn_tokens(
+                [m.role for m in messages], opts.provider, tokenizer
+            ),
+            reserved=reserved,
         )
         result = report(  # 6. report
             grouped,
@@ -146,7 +169,7 @@ class ContextBuilder:
             candidates,
             opts,
             tokenizer.name,
-            tokenizer.exact,
+            tokenizer.exact and opts.provider in (None, "openai"),
             costs.measure,
             costs.known_tokens,
             costs.rendered,
@@ -163,7 +186,8 @@ class ContextBuilder:
 
     def render_chunk(self, chunk: Chunk) -> RenderedChunk:
         """Render ``chunk`` with the registry: its role, segment and replaced characters."""
-        role, xml = self.registry.render(chunk)
+        with content_mode(self.content):  # how render_element writes content
+            role, xml = self.registry.render(chunk)
         if type(xml) is SafeXml:
             replaced = xml.replaced
         else:  # a renderer that did not use render_element: check its output
@@ -192,6 +216,8 @@ class ContextBuilder:
         with self._lock:
             if self._chain_generation != self.registry.generation:
                 self._chain_key = tuple(renderer_cache_key(r) for r in self.registry.renderers)
+                if self.content != "escape":  # renderings differ per content mode
+                    self._chain_key += (("content", self.content),)
                 self._chain_generation = self.registry.generation
             return self._chain_key
 
@@ -289,10 +315,17 @@ class ContextBuilder:
 
 
 def create_builder(
-    tokenizer: Tokenizer | None = None, *, renderers: Iterable[ChunkRenderer] = ()
+    tokenizer: Tokenizer | None = None,
+    *,
+    renderers: Iterable[ChunkRenderer] = (),
+    content: XmlContentMode = DEFAULT_CONTENT_MODE,
 ) -> ContextBuilder:
-    """Return a builder with the installed renderer plugins, plus ``renderers`` ahead of them."""
-    builder = ContextBuilder(tokenizer)
+    """Return a builder with the installed renderer plugins, plus ``renderers`` ahead of them.
+
+    ``content`` is how chunk content is written in the XML: ``"cdata"`` (the
+    default: code as it is) or ``"escape"`` (entities); see :mod:`memctx.xml`.
+    """
+    builder = ContextBuilder(tokenizer, content=content)
     for renderer in renderers:
         builder.register_renderer(renderer)
     return builder

@@ -23,6 +23,7 @@ whose meaning it shares, so code that already catches ``ValueError`` or
     │   └── UnknownAgentError (LookupError)   ... names an agent the chat does not have
     ├── TeamMessageError (TypeError)          a team message, speaker or task is malformed
     ├── InspectError (ValueError)             a build report was asked of a mismatched state
+    ├── EmptyContextError (ValueError)        a provider request would hold no conversation
     └── StoreError                            the persistent store refused an operation
         ├── ThreadNotFoundError (LookupError)
         ├── ThreadExistsError (ValueError)
@@ -190,6 +191,19 @@ class TeamMessageError(MemctxError, TypeError):
 class InspectError(MemctxError, ValueError):
     """The build inspector was given a result that was not built from the given state,
     or builds that cannot be compared."""
+
+
+class EmptyContextError(MemctxError, ValueError):
+    """A provider adapter was asked for a request with nothing to send.
+
+    ``provider`` names the target and ``reason`` says why the request is empty
+    (an empty state, only a system message, every chunk filtered out).
+    """
+
+    def __init__(self, provider: str, reason: str) -> None:
+        self.provider = provider
+        self.reason = reason
+        super().__init__(f"nothing to send to {provider}: {reason}")
 
 
 class StoreError(MemctxError):

@@ -93,16 +93,24 @@ def group(
     pinned: set[int],
     units: UnitsIndex,
     reuse: MessagesByChunks | None = None,
+    added_tokens: Callable[[list[ContextMessage]], int] | None = None,
+    reserved: int = 0,
 ) -> Grouped:
-    """Group ``selection`` into messages, recounting and trimming when counts may not add up."""
+    """Group ``selection`` into messages, recounting and trimming when counts may not add up.
+
+    ``added_tokens`` gives the tokens of the turns a provider adapter adds to
+    the messages (counted in), of which ``reserved`` were kept free up front.
+    """
+    extra = added_tokens or (lambda messages: 0)
     messages, all_safe = group_by_role(selection, items, rendered, prompt_segment, reuse)
     if counts_add_up and all_safe:
-        return Grouped(tuple(messages), selection, selection.used, recounted=False)
-    token_count = tokenizer.count_messages(messages)
+        used = selection.used - reserved + extra(messages)
+        return Grouped(tuple(messages), selection, used, recounted=False)
+    token_count = tokenizer.count_messages(messages) + extra(messages)
     while budget is not None and token_count > budget:
         selection = _drop_oldest(selection, pinned, units, budget, token_count, tokenizer)
         messages, _ = group_by_role(selection, items, rendered, prompt_segment)
-        token_count = tokenizer.count_messages(messages)
+        token_count = tokenizer.count_messages(messages) + extra(messages)
     return Grouped(tuple(messages), selection, token_count, recounted=True)
 
 

@@ -9,6 +9,7 @@ import attrs
 
 from memctx._chunk import ChunkType
 from memctx._exceptions import BuildOptionError
+from memctx._provider_turns import PROVIDERS, Provider
 from memctx._validators import int_in_range, is_bool, is_str, optional
 from memctx.typing import Tokenizer
 from memctx.xml import sanitize
@@ -79,8 +80,18 @@ def _check_tokenizer(instance: object, attribute: attrs.Attribute[Any], value: o
 
 
 def _clean_prompt(value: object) -> Any:
-    """Characters XML forbids become U+FFFD, as in chunks: the messages stay encodable."""
-    return sanitize(value) if isinstance(value, str) else value
+    """Characters XML forbids become U+FFFD, as in chunks: the messages stay encodable.
+    A whitespace-only prompt carries nothing: it counts as none (never sent)."""
+    if not isinstance(value, str):
+        return value
+    return sanitize(value) if value.strip() else None
+
+
+def _check_provider(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and value not in PROVIDERS:
+        raise BuildOptionError(
+            "provider", f"unknown provider {value!r}; choose one of {', '.join(PROVIDERS)}"
+        )
 
 
 @attrs.frozen(kw_only=True, cache_hash=True)
@@ -96,7 +107,7 @@ class BuildOptions:
         Counts tokens; the builder's default (chars/4 estimate) when ``None``.
     ``system_prompt``
         Text that opens the leading system message, before any SYSTEM chunk
-        (characters XML forbids replaced by U+FFFD).
+        (characters XML forbids replaced by U+FFFD; whitespace only counts as none).
     ``include_system`` / ``include_environment`` / ``exclude_types`` / ``include_only_chunk_ids``
         Filters; a filtered chunk is reported with the option that removed it.
     ``pinned_chunk_ids``
@@ -109,6 +120,11 @@ class BuildOptions:
         then the newest. ``in_order``: oldest first, each chunk that still fits.
     ``pin_newest`` / ``pin_pending_calls``
         Keep the newest chunk, and calls whose result has not arrived yet.
+    ``provider``
+        ``"anthropic"`` or ``"gemini"``: keep room for the user turns that
+        provider's adapter adds (see :mod:`memctx.adapters`) and count the
+        ones it adds in ``token_count``, which is then not exact (the formula
+        is OpenAI's). ``"openai"`` or ``None``: nothing is added.
     """
 
     max_tokens: int | None = attrs.field(default=None, validator=_positive_or_none)
@@ -125,6 +141,7 @@ class BuildOptions:
     strategy: Strategy = attrs.field(default="recent", validator=_check_strategy)
     pin_newest: bool = attrs.field(default=True, validator=_bool)
     pin_pending_calls: bool = attrs.field(default=True, validator=_bool)
+    provider: Provider | None = attrs.field(default=None, validator=_check_provider)
 
     def __attrs_post_init__(self) -> None:
         if self.max_tokens is not None and self.reserve_tokens >= self.max_tokens:

@@ -116,27 +116,35 @@ class ContextBuildResult:
         wanted = ExclusionReason(reason)
         return tuple(i for i in self.excluded_chunk_ids if self.exclusions[i].reason is wanted)
 
-    def to_openai(self) -> list[dict[str, str]]:
-        """Chat-completions messages: ``[{"role": ..., "content": ...}, ...]``."""
-        return [message.to_dict() for message in self.messages]
+    def to_openai(self, **options: Any) -> list[dict[str, Any]]:
+        """Chat-completions messages; see :func:`memctx.adapters.to_openai` for ``options``."""
+        from memctx.adapters import to_openai
 
-    def to_anthropic(self) -> dict[str, Any]:
-        """Anthropic Messages API arguments: ``{"system": str, "messages": [...]}``."""
-        from memctx._adapters import to_anthropic
+        return to_openai(self, **options)
 
-        return to_anthropic(self.messages)
+    def to_anthropic(self, **options: Any) -> dict[str, Any]:
+        """Messages API arguments; see :func:`memctx.adapters.to_anthropic` for ``options``."""
+        from memctx.adapters import to_anthropic
 
-    def to_gemini(self) -> dict[str, Any]:
-        """Gemini ``generateContent`` arguments: ``system_instruction`` and ``contents``."""
-        from memctx._adapters import to_gemini
+        return to_anthropic(self, **options)
 
-        return to_gemini(self.messages)
+    def to_gemini(self, **options: Any) -> dict[str, Any]:
+        """``generate_content`` arguments; see :func:`memctx.adapters.to_gemini`."""
+        from memctx.adapters import to_gemini
+
+        return to_gemini(self, **options)
+
+    def to_langchain(self, **options: Any) -> list[Any]:
+        """LangChain messages; see :func:`memctx.adapters.to_langchain` (``memctx[langchain]``)."""
+        from memctx.adapters import to_langchain
+
+        return to_langchain(self, **options)
 
     def to_text(self) -> str:
-        """A plain-text form: each message under a ``=== role ===`` header."""
-        from memctx._adapters import to_text
+        """A plain-text form: each message under a ``=== role ===`` header (see ``to_text``)."""
+        from memctx.adapters import to_text
 
-        return to_text(self.messages)
+        return to_text(self)
 
     def to_html(self, state: MemoryState, builder: ChunkXml, **options: Any) -> str:
         """The build report as one self-contained HTML page.

@@ -371,7 +371,9 @@ def import_openai(
     for index, role in report.unknown_roles:
         note(f"note: message {index} has role {role!r}; kept as a CUSTOM chunk")
     if report.unanswered_calls:
-        note(f"note: {len(report.unanswered_calls)} tool call(s) have no result")
+        ids = ", ".join(report.unanswered_calls)
+        count = len(report.unanswered_calls)
+        note(f"note: {count} tool call(s) have no result (pending): {ids}")
 
 
 EXAMPLE_NAME = "coding_agent.json"

@@ -6,6 +6,14 @@
 with a role it does not know are never dropped silently: by default they are
 kept as ``CUSTOM`` chunks (kind ``openai_<role>``) and listed in the report;
 with ``unknown_roles="error"`` they raise :class:`~memctx.TranscriptError`.
+:func:`load_anthropic_messages` reads Anthropic Messages API conversations
+and :func:`from_langchain` LangChain message objects.
+
+Every importer pins the first user message (``pin_task=True``): it is the
+task, and a budgeted build then keeps it, so the window never opens on an
+assistant turn only because the task was trimmed. A tool call is imported
+with ``status="completed"`` when a result answers it and ``"pending"`` when
+none does (a build keeps pending calls, and the report lists their ids).
 """
 
 from __future__ import annotations
@@ -13,26 +21,23 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-import attrs
-
 from memctx import chunks
 from memctx._chunk import Chunk
 from memctx._exceptions import InvalidChunkError, TranscriptError
+from memctx._import_report import ImportReport, first_user_pinned
 from memctx._json import JSONTextError, NotJSONError, dumps, freeze_json, parse_json_text
 from memctx._state import MemoryState
+from memctx._transcripts import load_anthropic_messages
+from memctx._transcripts_langchain import from_langchain
 from memctx._validators import describe
 
-__all__ = ["ImportReport", "import_openai_messages", "load_openai_transcript"]
-
-
-@attrs.frozen
-class ImportReport:
-    """What an import did besides producing chunks."""
-
-    unknown_roles: tuple[tuple[int, str], ...] = ()
-    """``(message index, role)`` of each message whose role was not an OpenAI chat role."""
-    unanswered_calls: tuple[str, ...] = ()
-    """``call_id``s of tool calls that no ``tool`` message answered."""
+__all__ = [
+    "ImportReport",
+    "from_langchain",
+    "import_openai_messages",
+    "load_anthropic_messages",
+    "load_openai_transcript",
+]
 
 
 def _content_text(content: Any, index: int) -> str:
@@ -87,16 +92,24 @@ def import_openai_messages(
     *,
     thread_id: str | None = None,
     unknown_roles: Literal["keep", "error"] = "keep",
+    pin_task: bool = True,
 ) -> tuple[MemoryState, ImportReport]:
     """Convert chat-completions messages to a state, with a report of what was unusual.
 
     Tool calls keep their ids as ``call_id``; a ``tool`` message becomes the
     ``tool_result`` of the call it answers (its tool name looked up from the
-    call). Chunk ids are ``msg<index>`` (``msg<index>_call<k>`` for calls) so
-    that re-importing the same transcript gives the same ids.
+    call); a call no ``tool`` message answers is ``pending``. Chunk ids are
+    ``msg<index>`` (``msg<index>_call<k>`` for calls) so that re-importing
+    the same transcript gives the same ids. The first user message is
+    pinned unless ``pin_task=False``.
     """
     if not isinstance(messages, Sequence) or isinstance(messages, str | bytes):
         raise TranscriptError("a transcript must be a list of messages")
+    answered_ids = {
+        m.get("tool_call_id")
+        for m in messages
+        if isinstance(m, Mapping) and m.get("role") == "tool"
+    }
     result: list[Chunk] = []
     tool_names: dict[str, str] = {}
     answered: set[str] = set()
@@ -121,7 +134,8 @@ def import_openai_messages(
                 if text or not calls:
                     result.append(chunks.assistant(text, id=base))
                 for k, call in enumerate(calls):
-                    result.append(_tool_call(call, f"{base}_call{k}", index, tool_names))
+                    chunk = _tool_call(call, f"{base}_call{k}", index, tool_names, answered_ids)
+                    result.append(chunk)
             elif role == "tool":
                 call_id = message.get("tool_call_id")
                 if not isinstance(call_id, str) or not call_id:
@@ -139,10 +153,14 @@ def import_openai_messages(
         except InvalidChunkError as exc:
             raise TranscriptError(str(exc), index=index) from None
     unanswered = tuple(call_id for call_id in tool_names if call_id not in answered)
+    if pin_task:
+        result = first_user_pinned(result)
     return MemoryState(result, thread_id=thread_id), ImportReport(tuple(unknown), unanswered)
 
 
-def _tool_call(call: Any, chunk_id: str, index: int, tool_names: dict[str, str]) -> Chunk:
+def _tool_call(
+    call: Any, chunk_id: str, index: int, tool_names: dict[str, str], answered: set[Any]
+) -> Chunk:
     if not isinstance(call, Mapping):
         raise TranscriptError("each tool call must be an object", index=index)
     function = call.get("function")
@@ -156,17 +174,23 @@ def _tool_call(call: Any, chunk_id: str, index: int, tool_names: dict[str, str])
         function["name"],
         _arguments(function.get("arguments")),
         call_id=call_id,
-        status="completed",
+        status="completed" if call_id in answered else "pending",
         id=chunk_id,
     )
 
 
 def load_openai_transcript(
-    data: Any, *, thread_id: str | None = None, unknown_roles: Literal["keep", "error"] = "keep"
+    data: Any,
+    *,
+    thread_id: str | None = None,
+    unknown_roles: Literal["keep", "error"] = "keep",
+    pin_task: bool = True,
 ) -> tuple[MemoryState, ImportReport]:
     """Import a parsed JSON document: a list of messages, or an object with ``messages``."""
     if isinstance(data, Mapping):
         if "messages" not in data:
             raise TranscriptError("an object transcript needs a 'messages' list")
         data = data["messages"]
-    return import_openai_messages(data, thread_id=thread_id, unknown_roles=unknown_roles)
+    return import_openai_messages(
+        data, thread_id=thread_id, unknown_roles=unknown_roles, pin_task=pin_task
+    )

@@ -1,0 +1,312 @@
+"""The provider-neutral conversation every adapter maps: turns of text, calls and results.
+
+In ``tools="text"`` mode each message is one turn of text (its chunks' XML).
+In ``tools="native"`` mode a tool or skill call becomes a structured call and
+its result a structured result, when the call can be sent that way:
+
+- it has a ``call_id`` no other included call has, and its arguments are a
+  JSON object;
+- exactly one result (``tool_result``/``tool_error`` for a tool call,
+  ``skill_result`` for a skill call) with that ``call_id`` is included, and
+  it sits in the message right after the call's (the providers want the
+  results in the next turn);
+- both messages can be cut back into their chunks (always so for renderers
+  that use :func:`memctx.xml.render_element`).
+
+Any other call -- a pending call, one whose result was left out or filtered,
+one with several results -- stays XML text with its results, so a native call
+is never sent without all its results. In a user turn the native results come
+first (the providers want them there), then the turn's other chunks.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+
+import attrs
+
+from memctx._chunk import Chunk, ChunkType, Role
+from memctx._exceptions import EmptyContextError
+from memctx._message import ContextMessage
+from memctx.adapters._ids import provider_id, provider_name
+from memctx.adapters._segments import split_segments
+from memctx.xml import sanitize
+
+ToolMode: TypeAlias = Literal["text", "native"]
+TOOL_MODES = ("text", "native")
+_RESULT_ACTIONS = {"tool_call": ("tool_result",), "skill_call": ("skill_result",)}
+
+
+@attrs.frozen
+class Text:
+    """XML text (one or more chunks')."""
+
+    text: str
+
+
+@attrs.frozen
+class Call:
+    """A tool or skill call sent natively."""
+
+    chunk: Chunk
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@attrs.frozen
+class Result:
+    """The result of a native call."""
+
+    chunk: Chunk
+    id: str
+    name: str
+    output: str
+    is_error: bool
+
+
+Part: TypeAlias = Text | Call | Result
+
+
+@attrs.frozen
+class Turn:
+    role: Literal["user", "assistant"]
+    parts: tuple[Part, ...]
+
+
+@attrs.frozen
+class ToolMapping:
+    """How the ids and names of natively sent calls were made valid for the providers.
+
+    ``call_ids`` maps each natively sent call's ``call_id`` to the id sent,
+    ``names`` each tool or skill name to the name sent (identical when the
+    original was already valid).
+    """
+
+    call_ids: Mapping[str, str] = attrs.field(factory=dict)
+    names: Mapping[str, str] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class Conversation:
+    system: str
+    turns: tuple[Turn, ...]
+    mapping: ToolMapping
+
+
+@runtime_checkable
+class BuildResult(Protocol):
+    """What the adapters read of a :class:`~memctx.ContextBuildResult`.
+
+    (A Protocol, so that the result's ``to_*`` methods can call the adapters
+    without the two modules importing each other.)
+    """
+
+    @property
+    def messages(self) -> tuple[ContextMessage, ...]: ...
+
+    @property
+    def included_chunks(self) -> tuple[Chunk, ...]: ...
+
+    @property
+    def excluded_chunk_ids(self) -> tuple[str, ...]: ...
+
+    @property
+    def exclusions(self) -> Mapping[str, Any]: ...
+
+
+Source: TypeAlias = BuildResult | Sequence[ContextMessage]
+
+
+def _messages(source: Source) -> tuple[ContextMessage, ...]:
+    if isinstance(source, BuildResult):
+        return source.messages
+    messages = tuple(source)
+    for message in messages:
+        if not isinstance(message, ContextMessage):
+            raise TypeError(
+                f"expected a ContextBuildResult or ContextMessages, got {type(message).__name__}"
+            )
+    return messages
+
+
+def _check_mode(tools: str) -> None:
+    if tools not in TOOL_MODES:
+        raise ValueError(f"tools must be 'text' or 'native', got {tools!r}")
+
+
+def empty_reason(source: Source) -> str:
+    """Why a build gave no conversation to send, in words."""
+    messages = _messages(source)
+    if messages:
+        return "the build holds only a system message, and the API needs a user or assistant turn"
+    if not isinstance(source, BuildResult):
+        return "no messages were given"
+    if not source.excluded_chunk_ids:
+        return "the state holds no chunks"
+    counts: dict[str, int] = {}
+    for exclusion in source.exclusions.values():
+        counts[exclusion.reason.value] = counts.get(exclusion.reason.value, 0) + 1
+    detail = ", ".join(f"{n} by {reason}" for reason, n in sorted(counts.items()))
+    what = "the budget" if set(counts) == {"over_budget"} else "the options"
+    return f"{what} left out all {len(source.excluded_chunk_ids)} chunks ({detail})"
+
+
+def conversation(
+    source: Source, tools: ToolMode, provider: str, *, system_only: bool = False
+) -> Conversation:
+    """The system text and the turns of ``source``.
+
+    Raises EmptyContextError when there is no turn (with ``system_only``:
+    when there is not even a system message).
+    """
+    _check_mode(tools)
+    messages = _messages(source)
+    system = "".join(m.content for m in messages if m.role == "system")
+    body = [m for m in messages if m.role != "system"]
+    if not body:
+        if system_only and system:
+            return Conversation(system, (), ToolMapping())
+        raise EmptyContextError(provider, empty_reason(source))
+    if tools == "text":
+        turns = tuple(Turn(_turn_role(m.role), (Text(m.content),)) for m in body)
+        return Conversation(system, turns, ToolMapping())
+    if not isinstance(source, BuildResult):
+        raise TypeError("tools='native' needs the ContextBuildResult (it holds the chunks)")
+    return _native(system, body, source.included_chunks)
+
+
+def _turn_role(role: Role) -> Literal["user", "assistant"]:
+    return "assistant" if role == "assistant" else "user"
+
+
+def _plain(chunk: Chunk) -> Any:
+    content = chunk.content
+    return content if isinstance(content, str) else _clean(json.loads(chunk.text))
+
+
+def _clean(value: Any) -> Any:
+    """JSON with XML-forbidden characters replaced, as in the text form (lone surrogates
+    could not even be encoded in a request)."""
+    if isinstance(value, str):
+        return sanitize(value)
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    if isinstance(value, dict):
+        return {sanitize(k): _clean(v) for k, v in value.items()}
+    return value
+
+
+@attrs.frozen
+class _Cut:
+    """A body message with its chunks and their segments (None: it cannot be cut)."""
+
+    message: ContextMessage
+    chunks: list[Chunk] | None
+    segments: list[str] | None
+
+
+def _cut(message: ContextMessage, by_id: Mapping[str, Chunk]) -> _Cut:
+    found = [by_id.get(i) for i in message.chunk_ids]
+    present = [c for c in found if c is not None]
+    if len(present) != len(found):
+        return _Cut(message, None, None)
+    return _Cut(message, present, split_segments(message.content, len(present)))
+
+
+def _pair(call: Chunk, answer: Chunk, call_id: str) -> tuple[Call, Result]:
+    sent = provider_id(call_id)
+    name = provider_name(call.metadata.tool or call.metadata.skill or "tool")
+    meta = answer.metadata
+    failed = bool(meta.error or meta.success is False)
+    return (
+        Call(call, sent, name, _plain(call)),
+        Result(answer, sent, name, sanitize(answer.text), failed),
+    )
+
+
+def _native_pairs(cuts: list[_Cut]) -> dict[str, tuple[Call, Result]]:
+    """The calls sent natively with their results, by the chunk id of each."""
+    where: dict[str, int] = {}
+    calls: dict[str, list[Chunk]] = {}
+    results: dict[str, list[Chunk]] = {}
+    for index, cut in enumerate(cuts):
+        for chunk in cut.chunks or ():
+            where[chunk.id] = index
+            call_id = chunk.metadata.call_id
+            if call_id is None:
+                continue
+            if chunk.type is ChunkType.WORKFLOW and chunk.action in _RESULT_ACTIONS:
+                calls.setdefault(call_id, []).append(chunk)
+            elif chunk.type is ChunkType.ENVIRONMENT:
+                results.setdefault(call_id, []).append(chunk)
+    native: dict[str, tuple[Call, Result]] = {}
+    sent_ids: dict[str, str] = {}
+    for call_id, found_calls in calls.items():
+        answers = results.get(call_id, [])
+        if len(found_calls) != 1 or len(answers) != 1:
+            continue
+        call, answer = found_calls[0], answers[0]
+        i, j = where[call.id], where[answer.id]
+        if (
+            answer.action not in _RESULT_ACTIONS[call.action or ""]
+            or not isinstance(_plain(call), dict)
+            or j != i + 1
+            or cuts[i].segments is None
+            or cuts[j].segments is None
+            or cuts[i].message.role != "assistant"
+            or cuts[j].message.role != "user"
+        ):
+            continue
+        pair = _pair(call, answer, call_id)
+        if sent_ids.setdefault(pair[0].id, call_id) != call_id:
+            continue  # two call ids met after cleaning: keep the later one as text
+        native[call.id] = native[answer.id] = pair
+    return native
+
+
+def _native_turn(cut: _Cut, native: Mapping[str, tuple[Call, Result]]) -> Turn:
+    """One turn: native results first, then text and calls in order."""
+    role = _turn_role(cut.message.role)
+    if cut.chunks is None or cut.segments is None or not any(c.id in native for c in cut.chunks):
+        return Turn(role, (Text(cut.message.content),))
+    front: list[Part] = []
+    parts: list[Part] = []
+    text: list[str] = []
+    for chunk, segment in zip(cut.chunks, cut.segments, strict=True):
+        pair = native.get(chunk.id)
+        if pair is None:
+            text.append(segment)
+            continue
+        if text:
+            parts.append(Text("".join(text)))
+            text = []
+        if chunk is pair[0].chunk:
+            parts.append(pair[0])
+        else:
+            front.append(pair[1])
+    if text:
+        parts.append(Text("".join(text)))
+    return Turn(role, (*front, *parts))
+
+
+def _native(system: str, body: list[ContextMessage], included: Sequence[Chunk]) -> Conversation:
+    by_id = {chunk.id: chunk for chunk in included}
+    cuts = [_cut(message, by_id) for message in body]
+    native = _native_pairs(cuts)
+    calls = [pair[0] for chunk_id, pair in native.items() if pair[0].chunk.id == chunk_id]
+    mapping = ToolMapping(
+        {c.chunk.metadata.call_id or "": c.id for c in calls},
+        {c.chunk.metadata.tool or c.chunk.metadata.skill or "tool": c.name for c in calls},
+    )
+    turns = tuple(_native_turn(cut, native) for cut in cuts)
+    return Conversation(system, turns, mapping)
+
+
+def tool_mapping(result: BuildResult) -> ToolMapping:
+    """The ids and names the native calls of ``result`` are sent with (see :class:`ToolMapping`)."""
+    if not any(m.role != "system" for m in result.messages):
+        return ToolMapping()
+    return conversation(result, "native", "any provider").mapping

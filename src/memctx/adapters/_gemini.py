@@ -1,0 +1,66 @@
+"""Gemini: ``client.models.generate_content(model=..., **to_gemini(result))``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from memctx._provider_turns import CLOSING_TURN, OPENING_TURN, added_turns
+from memctx.adapters._conversation import Call, Part, Source, Text, ToolMode, conversation
+
+
+def to_gemini(
+    source: Source,
+    *,
+    tools: ToolMode = "text",
+    prefill: bool = False,
+    opening_turn: str = OPENING_TURN,
+    closing_turn: str = CLOSING_TURN,
+    config: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Exactly the keyword arguments ``generate_content`` takes besides ``model``.
+
+    ``{"contents": [...], "config": {...}}``: roles ``user`` and ``model``;
+    the system text is ``config["system_instruction"]`` (merged into your
+    ``config`` when given). Like Anthropic's, the contents start with a
+    user turn and end with one unless ``prefill=True`` (``opening_turn`` /
+    ``closing_turn`` are added where needed). ``tools="native"`` sends
+    ``function_call`` / ``function_response`` parts (the response is
+    ``{"output": text}``, or ``{"error": text}`` for a failed call). Raises
+    :class:`~memctx.EmptyContextError` when there is no user or model turn.
+    """
+    talk = conversation(source, tools, "Gemini")
+    added = added_turns(
+        (t.role for t in talk.turns),
+        "gemini",
+        prefill=prefill,
+        opening_turn=opening_turn,
+        closing_turn=closing_turn,
+    )
+    contents: list[dict[str, Any]] = []
+    if added.opening is not None:
+        contents.append({"role": "user", "parts": [{"text": added.opening}]})
+    for turn in talk.turns:
+        role = "model" if turn.role == "assistant" else "user"
+        contents.append({"role": role, "parts": [_part(p) for p in turn.parts]})
+    if added.closing is not None:
+        contents.append({"role": "user", "parts": [{"text": added.closing}]})
+    else:
+        last = contents[-1]["parts"][-1]
+        if contents[-1]["role"] == "model" and "text" in last:
+            last["text"] = last["text"].rstrip()
+    merged = dict(config or {})
+    if talk.system.strip():
+        merged["system_instruction"] = talk.system
+    return {"contents": contents, "config": merged}
+
+
+def _part(part: Part) -> dict[str, Any]:
+    if isinstance(part, Text):
+        return {"text": part.text}
+    if isinstance(part, Call):
+        call = {"id": part.id, "name": part.name, "args": part.arguments}
+        return {"function_call": call}
+    key = "error" if part.is_error else "output"
+    response = {"id": part.id, "name": part.name, "response": {key: part.output}}
+    return {"function_response": response}

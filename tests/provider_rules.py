@@ -1,0 +1,177 @@
+"""Each provider's documented request rules, written as checks on the JSON body sent.
+
+Each ``*_violations`` function returns the rules a request body breaks (an
+empty list: it meets them all). They are written from the providers'
+documentation, independently of memctx's adapters.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Final
+
+TOOL_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,40}\Z")  # OpenAI: 40 at most
+ANTHROPIC_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
+FUNCTION_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
+GEMINI_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.:-]{0,63}\Z")
+
+
+def _blank(text: Any) -> bool:
+    return not isinstance(text, str) or not text.strip()
+
+
+def openai_violations(body: dict[str, Any]) -> list[str]:
+    """Chat completions: messages present; tool calls answered by ``tool`` messages
+    right after them; valid ids and names; arguments a JSON object."""
+    out: list[str] = []
+    messages = body.get("messages")
+    if not messages:
+        return ["messages is empty"]
+    waiting: set[str] = set()
+    for i, message in enumerate(messages):
+        role = message.get("role")
+        if role not in ("system", "user", "assistant", "tool"):
+            out.append(f"[{i}] unknown role {role!r}")
+        if role == "system" and i != 0:
+            out.append(f"[{i}] system message after the start")
+        if role in ("system", "user") and _blank(message.get("content")):
+            out.append(f"[{i}] {role} content empty")
+        if role == "tool":
+            if message.get("tool_call_id") not in waiting:
+                out.append(f"[{i}] tool message answers no pending call of the turn before")
+            waiting.discard(message.get("tool_call_id"))
+            continue
+        if waiting:
+            out.append(f"[{i}] calls {sorted(waiting)} were not answered before this message")
+            waiting = set()
+        if role == "assistant":
+            calls = message.get("tool_calls") or []
+            if message.get("content") is None and not calls:
+                out.append(f"[{i}] assistant message with neither content nor tool calls")
+            for call in calls:
+                if not TOOL_ID.match(call["id"]):
+                    out.append(f"[{i}] invalid tool call id {call['id']!r}")
+                if not FUNCTION_NAME.match(call["function"]["name"]):
+                    out.append(f"[{i}] invalid function name {call['function']['name']!r}")
+                try:
+                    arguments = json.loads(call["function"]["arguments"])
+                except json.JSONDecodeError:
+                    arguments = None
+                if not isinstance(arguments, dict):
+                    out.append(f"[{i}] arguments are not a JSON object")
+                waiting.add(call["id"])
+    if waiting:
+        out.append(f"calls {sorted(waiting)} never answered")
+    return out
+
+
+def anthropic_violations(body: dict[str, Any], *, prefill: bool = False) -> list[str]:
+    """Messages API: user first; user last unless prefilling, and a prefill never ends in
+    white space; roles alternate; no empty or white-space text; ``system`` top level;
+    every ``tool_use`` answered by a ``tool_result`` in the next (user) turn, results
+    first in that turn; valid ids and names; tools defined for every ``tool_use``."""
+    out: list[str] = []
+    messages = body.get("messages")
+    if not messages:
+        return ["messages is empty"]
+    if "system" in body and _blank(body["system"]):
+        out.append("system is blank")
+    if messages[0]["role"] != "user":
+        out.append("the first message is not a user turn")
+    last = messages[-1]
+    if last["role"] == "assistant":
+        if not prefill:
+            out.append("ends with an assistant turn without prefill")
+        content = last["content"]
+        text = content if isinstance(content, str) else (content[-1].get("text") or "x")
+        if text != text.rstrip():
+            out.append("the final assistant turn ends in white space")
+    defined = {tool["name"] for tool in body.get("tools", [])}
+    pending: set[str] = set()
+    for i, message in enumerate(messages):
+        role = message["role"]
+        if role not in ("user", "assistant"):
+            out.append(f"[{i}] role {role!r}")
+        if i and messages[i - 1]["role"] == role:
+            out.append(f"[{i}] two {role} turns in a row")
+        content = message["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        if not blocks:
+            out.append(f"[{i}] empty content")
+        answered: set[str] = set()
+        seen_other = False
+        for block in blocks:
+            kind = block["type"]
+            if kind == "text" and _blank(block["text"]):
+                out.append(f"[{i}] blank text block")
+            if kind == "tool_use":
+                if role != "assistant":
+                    out.append(f"[{i}] tool_use in a user turn")
+                if not ANTHROPIC_ID.match(block["id"]):
+                    out.append(f"[{i}] invalid tool_use id {block['id']!r}")
+                if not FUNCTION_NAME.match(block["name"]) or block["name"] not in defined:
+                    out.append(f"[{i}] tool {block['name']!r} invalid or not defined in tools")
+                if not isinstance(block["input"], dict):
+                    out.append(f"[{i}] tool_use input is not an object")
+            if kind == "tool_result":
+                if role != "user" or seen_other:
+                    out.append(f"[{i}] tool_result not first in a user turn")
+                answered.add(block["tool_use_id"])
+            else:
+                seen_other = True
+        if answered != pending:
+            out.append(f"[{i}] results {sorted(answered)} do not match calls {sorted(pending)}")
+        pending = {b["id"] for b in blocks if b["type"] == "tool_use"}
+    if pending:
+        out.append(f"calls {sorted(pending)} never answered")
+    return out
+
+
+def gemini_violations(body: dict[str, Any], *, prefill: bool = False) -> list[str]:
+    """generateContent (REST body as the SDK sends it): roles ``user``/``model``; user
+    first and last (unless prefilling); the system instruction outside the contents;
+    no empty part; a function call turn right after a user turn and answered by as
+    many function responses, same names, in the next user turn."""
+    out: list[str] = []
+    contents = body.get("contents")
+    if not contents:
+        return ["contents is empty"]
+    if contents[0]["role"] != "user":
+        out.append("the first content is not a user turn")
+    if contents[-1]["role"] != "user" and not prefill:
+        out.append("ends with a model turn without prefill")
+    pending: list[str] = []
+    for i, content in enumerate(contents):
+        role = content.get("role")
+        if role not in ("user", "model"):
+            out.append(f"[{i}] role {role!r}")
+        if i and contents[i - 1]["role"] == role:
+            out.append(f"[{i}] two {role} turns in a row")
+        parts = content.get("parts") or []
+        if not parts:
+            out.append(f"[{i}] no parts")
+        responses: list[str] = []
+        calls: list[str] = []
+        for part in parts:
+            if len(part) != 1:
+                out.append(f"[{i}] a part with {sorted(part)}")
+            if "text" in part and _blank(part["text"]):
+                out.append(f"[{i}] blank text part")
+            if "functionCall" in part:
+                name = part["functionCall"]["name"]
+                if role != "model" or not GEMINI_NAME.match(name):
+                    out.append(f"[{i}] function call {name!r} misplaced or misnamed")
+                calls.append(name)
+            if "functionResponse" in part:
+                if role != "user":
+                    out.append(f"[{i}] function response in a model turn")
+                responses.append(part["functionResponse"]["name"])
+        if sorted(responses) != sorted(pending):
+            out.append(f"[{i}] responses {responses} do not answer calls {pending}")
+        pending = calls
+    if pending:
+        out.append(f"calls {pending} never answered")
+    if "systemInstruction" in body and _blank(body["systemInstruction"]["parts"][0]["text"]):
+        out.append("blank system instruction")
+    return out

@@ -1,0 +1,181 @@
+"""Every request memctx builds is accepted by the official SDKs and meets each provider's rules.
+
+Inputs (``adapter_cases``): the bundled example under four budgets, the three real
+runs with and without budgets, the edge cases, and 300 seeded random states under
+random budgets; each built for its provider, in both tool modes. Each request must
+pass the SDK's parameter types, be built by the SDK's own client (over a mock
+transport: nothing is sent) and meet the rules in ``provider_rules``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import pytest
+
+from adapter_cases import Case, all_cases, edge_cases, example_cases
+from memctx import BudgetExceededError, EmptyContextError, create_builder, create_tokenizer
+from memctx.adapters import added_turns
+from provider_rules import anthropic_violations, gemini_violations, openai_violations
+from sdk_clients import (
+    Recorder,
+    anthropic_client,
+    check_anthropic_types,
+    check_gemini_types,
+    check_openai_types,
+    gemini_client,
+    openai_client,
+)
+
+TOKENIZER = create_tokenizer("gpt-4o")
+BUILDERS = {"cdata": create_builder(content="cdata"), "escape": create_builder(content="escape")}
+
+
+@attrs.define
+class Tally:
+    """What happened to the requests of one provider and tool mode."""
+
+    sent: int = 0
+    empty: int = 0
+    over_budget: int = 0
+    native_calls: int = 0
+    added_turns: int = 0
+    violations: list[str] = attrs.field(factory=list)
+
+
+@functools.cache
+def cases() -> list[Case]:
+    return all_cases()
+
+
+Sender = Callable[[Any, str, bool], None]
+
+
+def _openai_sender(recorder: Recorder) -> Sender:
+    client = openai_client(recorder)
+
+    def send(result: Any, tools: str, prefill: bool) -> None:
+        messages = result.to_openai(tools=tools)
+        check_openai_types(messages)
+        client.chat.completions.create(model="gpt-4o", messages=messages)
+
+    return send
+
+
+def _anthropic_sender(recorder: Recorder) -> Sender:
+    client = anthropic_client(recorder)
+
+    def send(result: Any, tools: str, prefill: bool) -> None:
+        request = result.to_anthropic(tools=tools, prefill=prefill)
+        check_anthropic_types(request)
+        client.messages.create(model="claude-sonnet-5", max_tokens=1024, **request)
+
+    return send
+
+
+def _gemini_sender(recorder: Recorder) -> Sender:
+    client = gemini_client(recorder)
+
+    def send(result: Any, tools: str, prefill: bool) -> None:
+        request = result.to_gemini(tools=tools, prefill=prefill)
+        check_gemini_types(request)
+        client.models.generate_content(model="gemini-2.5-flash", **request)
+
+    return send
+
+
+SENDERS: dict[str, Callable[[Recorder], Sender]] = {
+    "openai": _openai_sender,
+    "anthropic": _anthropic_sender,
+    "gemini": _gemini_sender,
+}
+
+
+def _native_calls(body: dict[str, Any]) -> int:
+    count = 0
+    for message in body.get("messages", []):
+        count += len(message.get("tool_calls") or [])
+        if isinstance(message.get("content"), list):
+            count += sum(b["type"] == "tool_use" for b in message["content"])
+    for content in body.get("contents", []):
+        count += sum("functionCall" in part for part in content["parts"])
+    return count
+
+
+def _violations(provider: str, body: dict[str, Any], prefill: bool) -> list[str]:
+    if provider == "openai":
+        return openai_violations(body)
+    if provider == "anthropic":
+        return anthropic_violations(body, prefill=prefill)
+    return gemini_violations(body, prefill=prefill)
+
+
+def run(provider: str, tools: str, chosen: list[Case], *, prefill: bool = False) -> Tally:
+    """Build, adapt, send through the SDK and check every case; count what happened."""
+    tally = Tally()
+    recorder = Recorder()
+    send = SENDERS[provider](recorder)
+    for case in chosen:
+        builder = BUILDERS[case.content]
+        try:
+            result = builder.build(
+                case.state, tokenizer=TOKENIZER, provider=provider, **case.options
+            )
+        except BudgetExceededError:
+            tally.over_budget += 1
+            continue
+        problems = []
+        budget = case.options.get("max_tokens")
+        if budget is not None and result.token_count > budget:
+            problems.append(f"{result.token_count} tokens over the budget of {budget}")
+        if result.token_count_exact is not (provider == "openai"):
+            problems.append(f"token_count_exact is {result.token_count_exact}")
+        roles = [m.role for m in result.messages]
+        added = added_turns(roles, provider, prefill=False) if len(roles) else None
+        extra = [{"role": "user", "content": t} for t in (added.texts if added else ())]
+        if result.token_count != TOKENIZER.count_messages([*result.messages, *extra]):
+            problems.append("token_count is not the count of the messages and added turns")
+        try:
+            send(result, tools, prefill)
+            body = recorder.last
+        except EmptyContextError as exc:
+            tally.empty += 1
+            body_roles = [r for r in roles if r != "system" or provider == "openai"]
+            if body_roles:
+                problems.append(f"refused a request that has turns: {exc}")
+        else:
+            tally.sent += 1
+            tally.native_calls += _native_calls(body)
+            tally.added_turns += len(extra)
+            problems += _violations(provider, body, prefill)
+        tally.violations += [f"{case.name} ({case.content}): {p}" for p in problems]
+    return tally
+
+
+@pytest.mark.parametrize("tools", ["text", "native"])
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
+def test_every_request_is_accepted_and_meets_the_provider_rules(provider: str, tools: str) -> None:
+    tally = run(provider, tools, cases())
+
+    assert tally.violations == []
+    assert tally.sent >= 280
+    assert tally.empty >= 4  # the empty, system-only and filtered cases are refused, not sent
+    if tools == "native":
+        assert tally.native_calls >= 100
+    if provider != "openai":
+        assert tally.added_turns >= 50
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "gemini"])
+def test_prefill_requests_keep_the_final_assistant_turn_and_meet_the_rules(
+    provider: str,
+) -> None:
+    chosen = [*example_cases(), *edge_cases()]
+
+    tally = run(provider, "text", chosen, prefill=True)
+
+    assert tally.violations == []
+    assert tally.sent >= 20
