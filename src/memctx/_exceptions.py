@@ -23,6 +23,8 @@ whose meaning it shares, so code that already catches ``ValueError`` or
     │   └── UnknownAgentError (LookupError)   ... names an agent the chat does not have
     ├── TeamMessageError (TypeError)          a team message, speaker or task is malformed
     ├── InspectError (ValueError)             a build report was asked of a mismatched state
+    ├── CompressionError (ValueError)         a compressor is misconfigured or broke a rule
+    ├── CompactionError (ValueError)          a compaction cannot be done as asked
     └── StoreError                            the persistent store refused an operation
         ├── ThreadNotFoundError (LookupError)
         ├── ThreadExistsError (ValueError)
@@ -190,6 +192,21 @@ class TeamMessageError(MemctxError, TypeError):
 class InspectError(MemctxError, ValueError):
     """The build inspector was given a result that was not built from the given state,
     or builds that cannot be compared."""
+
+
+class CompressionError(MemctxError, ValueError):
+    """A compressor was given bad settings, or its result broke a rule.
+
+    ``compressor`` names it (``None`` when the error is not about one).
+    """
+
+    def __init__(self, message: str, *, compressor: str | None = None) -> None:
+        self.compressor = compressor
+        super().__init__(f"{compressor}: {message}" if compressor else message)
+
+
+class CompactionError(MemctxError, ValueError):
+    """A compaction could not be done: bad settings, or a summarizer that failed."""
 
 
 class StoreError(MemctxError):

@@ -1,0 +1,393 @@
+"""ExtractiveSummarizer: a deterministic summary of covered chunks, without a model.
+
+The summary is Markdown under fixed headings, so that a model reads it
+well and a later compaction can fold it into the next one (it parses its
+own headings back)::
+
+    ## Goal              the task (the first user message), quoted
+    ## Requests          later user messages, interventions, parent instructions
+    ## Done              tool and skill calls: key arguments and outcome
+    ## Errors            failed calls and their last error line
+    ## Sub-agents        delegations and what they reported
+    ## Files             read / changed
+    ## Open todos        the last todo list's unfinished items
+    ## Key decisions     the last assistant answers, thoughts and completions
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import attrs
+
+from memctx._chunk import Chunk, ChunkType
+
+HEADINGS: Final = (
+    "Goal",
+    "Requests",
+    "Done",
+    "Errors",
+    "Sub-agents",
+    "Files",
+    "Open todos",
+    "Key decisions",
+    "Earlier summary",
+)
+_KEY_ARGUMENTS: Final = (
+    "command",
+    "cmd",
+    "path",
+    "file_path",
+    "file",
+    "filename",
+    "pattern",
+    "query",
+    "url",
+    "old_str",
+)
+_READ_COMMANDS: Final = frozenset(
+    {"cat", "head", "tail", "nl", "less", "more", "grep", "sed", "wc"}
+)
+_RETURNCODE: Final = re.compile(r"^\s*<returncode>(-?\d+)</returncode>")
+_TAGS: Final = re.compile(r"<returncode>-?\d+</returncode>|</?(?:output|stdout|stderr)>")
+_ERROR_WORDS: Final = re.compile(
+    r"error|exception|traceback|fail|not found|denied|no such|invalid|cannot", re.IGNORECASE
+)
+_SPACES: Final = re.compile(r"\s+")
+_OMITTED: Final = re.compile(r"^\((\d+) earlier (?:steps|items) not listed\)$")
+
+
+def _one_line(text: str, limit: int) -> str:
+    flat = _SPACES.sub(" ", text).strip()
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _arguments(content: Any, limit: int) -> str:
+    if isinstance(content, Mapping):
+        keys = [k for k in _KEY_ARGUMENTS if k in content] or list(content)[:2]
+        if len(keys) == 1 and keys[0] in ("command", "cmd"):
+            return "`" + _one_line(str(content[keys[0]]), limit) + "`"
+        parts = [f"{k}={_one_line(str(content[k]), limit // max(len(keys), 1))}" for k in keys]
+        return " ".join(parts)
+    if content is None:
+        return ""
+    return _one_line(content if isinstance(content, str) else str(content), limit)
+
+
+def _lines(text: str) -> list[str]:
+    return [line for line in (_TAGS.sub("", raw).strip() for raw in text.splitlines()) if line]
+
+
+def _outcome(results: Sequence[Chunk]) -> tuple[str, str | None]:
+    """``(outcome, error line or None)`` of a call from its results."""
+    if not results:
+        return "no result", None
+    last = results[-1]
+    text = last.text
+    lines = _lines(text)
+    found = _RETURNCODE.match(text)
+    failed = last.metadata.error is True or last.metadata.success is False
+    if found is not None and found.group(1) != "0":
+        failed = True
+    size = f"{len(lines)} line{'s' if len(lines) != 1 else ''}"
+    status = f"exit {found.group(1)}" if found is not None else ("failed" if failed else "ok")
+    if failed:
+        telling = [line for line in lines if _ERROR_WORDS.search(line)]
+        line = telling[-1] if telling else (lines[0] if lines else "(no output)")
+        return f"{status}, {size}", _one_line(line, 160)
+    return f"{status}, {size}", None
+
+
+def _paths_in_command(command: str) -> tuple[list[str], list[str]]:
+    """Files a shell command reads and changes (a best guess from its words)."""
+    read: list[str] = []
+    changed: list[str] = []
+    # A here-document's body is data, not commands: read up to the line that opens it.
+    lines = []
+    for line in command.splitlines():
+        lines.append(line.split("<<", 1)[0] if "<<" in line else line)
+        if "<<" in line:
+            break
+    for segment in re.split(r"&&|\|\||;|\|", "\n".join(lines)):
+        try:
+            words = shlex.split(segment, posix=True)
+        except ValueError:
+            words = segment.split()
+        if not words:
+            continue
+        for i, word in enumerate(words):
+            if word in (">", ">>") and i + 1 < len(words):
+                changed.append(words[i + 1])
+            elif word.startswith(">") and len(word) > 2 and not word.startswith(">&"):
+                changed.append(word.lstrip(">"))
+        name = words[0].rsplit("/", 1)[-1]
+        arguments = [w for i, w in enumerate(words[1:], 1) if words[i - 1] not in (">", ">>", "<")]
+        if name == "grep":  # its first word that is not an option is the pattern
+            plain = [w for w in arguments if not w.startswith("-")]
+            arguments = plain[1:]
+        paths = [w for w in arguments if _looks_like_path(w)]
+        if name == "tee" or (name == "sed" and any(w.startswith("-i") for w in words[1:])):
+            changed.extend(paths)
+        elif name in ("cp", "mv") and paths:
+            changed.append(paths[-1])
+        elif name in _READ_COMMANDS:
+            read.extend(paths)
+    changed = [p for p in changed if p != "/dev/null" and _looks_like_path(p)]
+    return read, changed
+
+
+def _looks_like_path(word: str) -> bool:
+    if not word or word.startswith("-") or any(c in word for c in "<>$*=\"'`(){}\n"):
+        return False
+    tail = word.rsplit("/", 1)[-1]
+    return "." in tail[1:] or ("/" in word and bool(tail))
+
+
+def _files_of_call(call: Chunk) -> tuple[list[str], list[str]]:
+    content = call.content
+    tool = (call.metadata.tool or call.metadata.skill or "").lower()
+    if not isinstance(content, Mapping):
+        return [], []
+    command = content.get("command") or content.get("cmd")
+    if isinstance(command, str) and ("bash" in tool or "shell" in tool or tool in ("sh", "run")):
+        return _paths_in_command(command)
+    path = next(
+        (content[k] for k in ("path", "file_path", "file", "filename") if k in content), None
+    )
+    if not isinstance(path, str) or not path:
+        return [], []
+    words = f"{tool} {command if isinstance(command, str) else ''}"
+    if re.search(r"write|edit|create|replace|patch|insert|str_replace|delete|move", words):
+        return [], [path]
+    return [path], []
+
+
+@attrs.define
+class _Sections:
+    goal: list[str] = attrs.Factory(list)
+    requests: list[str] = attrs.Factory(list)
+    done: list[str] = attrs.Factory(list)
+    done_omitted: int = 0
+    errors: list[str] = attrs.Factory(list)
+    subagents: list[str] = attrs.Factory(list)
+    read: list[str] = attrs.Factory(list)
+    changed: list[str] = attrs.Factory(list)
+    todos: list[str] | None = None
+    decisions: list[str] = attrs.Factory(list)
+    earlier: list[str] = attrs.Factory(list)
+
+
+def _parse(text: str) -> _Sections | None:
+    """Read a summary this summarizer wrote back into its sections (None if it is not one)."""
+    by_heading: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        if line.startswith("## "):
+            heading = line[3:].strip()
+            if heading not in HEADINGS:
+                return None
+            current = by_heading.setdefault(heading, [])
+        elif current is not None and line.strip():
+            current.append(line)
+        elif current is None and line.strip():
+            return None
+    if not by_heading:
+        return None
+    done = by_heading.get("Done", [])
+    omitted = 0
+    if done and (found := _OMITTED.match(done[0])):
+        omitted = int(found.group(1))
+        done = done[1:]
+    files = by_heading.get("Files", [])
+    read = [line[len("- read: ") :] for line in files if line.startswith("- read: ")]
+    changed = [line[len("- changed: ") :] for line in files if line.startswith("- changed: ")]
+    todos = by_heading.get("Open todos")
+    return _Sections(
+        goal=[line[2:] if line.startswith("> ") else line for line in by_heading.get("Goal", [])],
+        requests=by_heading.get("Requests", []),
+        done=done,
+        done_omitted=omitted,
+        errors=by_heading.get("Errors", []),
+        subagents=by_heading.get("Sub-agents", []),
+        read=[p for line in read for p in line.split(", ")],
+        changed=[p for line in changed for p in line.split(", ")],
+        todos=None if todos is None else todos,
+        decisions=by_heading.get("Key decisions", []),
+        earlier=by_heading.get("Earlier summary", []),
+    )
+
+
+def _union(first: list[str], second: list[str]) -> list[str]:
+    return list(dict.fromkeys([*first, *second]))
+
+
+@attrs.frozen
+class ExtractiveSummarizer:
+    """Summarise without a model: deterministic, offline, under fixed headings.
+
+    It keeps the task, the calls made (key arguments and outcome), the files
+    read and changed, the errors met, what sub-agents reported, the open
+    todos and the last decisions. The ``max_*`` settings cap each section
+    (the newest entries are kept), so the summary stays small however many
+    compactions fold into it.
+    """
+
+    max_goal_chars: int = 1500
+    max_done: int = 30
+    max_errors: int = 8
+    max_subagents: int = 8
+    max_requests: int = 8
+    max_decisions: int = 5
+    max_files: int = 30
+    line_chars: int = 160
+
+    def __call__(self, chunks: Sequence[Chunk], previous: str | None) -> str:
+        new = self._extract(chunks)
+        if previous is None:
+            merged = new
+        else:
+            old = _parse(previous)
+            if old is None:
+                old = _Sections(earlier=[f"> {line}" for line in previous.splitlines()])
+            merged = self._merge(old, new)
+        return self._render(merged)
+
+    def _extract(self, chunks: Sequence[Chunk]) -> _Sections:
+        s = _Sections()
+        results: dict[str, list[Chunk]] = {}
+        agents: dict[str, list[Chunk]] = {}
+        for chunk in chunks:
+            meta = chunk.metadata
+            if chunk.type is ChunkType.ENVIRONMENT and meta.call_id:
+                results.setdefault(meta.call_id, []).append(chunk)
+            elif chunk.action == "subagent_result" and meta.subagent_id:
+                agents.setdefault(meta.subagent_id, []).append(chunk)
+        width = self.line_chars
+        for chunk in chunks:
+            meta = chunk.metadata
+            kind = (chunk.type, chunk.role, chunk.action, chunk.subtype)
+            if chunk.type is ChunkType.AGENT and chunk.role == "user":
+                if not s.goal:
+                    s.goal.extend(self._goal(chunk.text))
+                else:
+                    s.requests.append("- " + _one_line(chunk.text, width * 2))
+            elif kind[0] is ChunkType.WORKING_FLOW and chunk.subtype == "USER":
+                s.requests.append("- (intervention) " + _one_line(chunk.text, width * 2))
+            elif chunk.action == "parent_agent_message":
+                text = _one_line(chunk.text, width * 2)
+                s.requests.append(f"- (from {meta.parent_agent_id}) {text}")
+            elif chunk.action in ("tool_call", "skill_call"):
+                name = meta.tool or meta.skill or "?"
+                args = _arguments(chunk.content, width)
+                outcome, error = _outcome(results.get(meta.call_id or "", []))
+                s.done.append(f"- {name} {args} → {outcome}".replace("  ", " "))
+                if error is not None:
+                    s.errors.append(f"- {name} {_arguments(chunk.content, 60)}: {error}")
+                read, changed = _files_of_call(chunk)
+                s.read = _union(s.read, read)
+                s.changed = _union(s.changed, changed)
+            elif chunk.type is ChunkType.ENVIRONMENT and not meta.call_id:
+                outcome, error = _outcome([chunk])
+                s.done.append(f"- {meta.tool or meta.skill or '?'} (result) → {outcome}")
+                if error is not None:
+                    s.errors.append(f"- {meta.tool or meta.skill or '?'}: {error}")
+            elif chunk.action == "spawn_subagent":
+                task = chunk.content.get("task") if isinstance(chunk.content, Mapping) else None
+                reports = agents.get(meta.subagent_id or "", [])
+                line = f"- {meta.agent_type} {meta.subagent_id}: {_arguments(task, width)}"
+                if reports:
+                    last = reports[-1]
+                    verdict = "succeeded" if last.metadata.success is not False else "failed"
+                    line += f" → {verdict}: {_one_line(last.text, width * 2)}"
+                else:
+                    line += " → no result yet"
+                s.subagents.append(line)
+            elif chunk.action == "subagent_result" and not any(
+                c.action == "spawn_subagent" and c.metadata.subagent_id == meta.subagent_id
+                for c in chunks
+            ):
+                s.subagents.append(f"- {meta.subagent_id} → {_one_line(chunk.text, width * 2)}")
+            elif chunk.action == "todo_set":
+                s.todos = _open_todos(chunk.content, width)
+            elif chunk.type is ChunkType.AGENT and chunk.role == "assistant":
+                s.decisions.append("- " + _one_line(chunk.text, width * 2))
+            elif chunk.type is ChunkType.WORKING_FLOW and chunk.subtype == "THINKING":
+                s.decisions.append("- (thought) " + _one_line(chunk.text, width * 2))
+            elif chunk.type is ChunkType.OUTPUT:
+                s.decisions.append(f"- ({chunk.action}) " + _one_line(chunk.text, width * 2))
+            elif chunk.type is ChunkType.WORKING_FLOW and chunk.subtype == "PROGRESS_SUMMARY":
+                s.earlier.extend(f"> {line}" for line in chunk.text.splitlines() if line.strip())
+        return s
+
+    def _goal(self, text: str) -> list[str]:
+        if len(text) > self.max_goal_chars:
+            text = (
+                text[: self.max_goal_chars]
+                + f" … ({len(text) - self.max_goal_chars:,} more characters)"
+            )
+        return [line.rstrip() for line in text.splitlines() if line.strip()]
+
+    def _merge(self, old: _Sections, new: _Sections) -> _Sections:
+        return _Sections(
+            goal=old.goal or new.goal,
+            requests=[*old.requests, *new.requests],
+            done=[*old.done, *new.done],
+            done_omitted=old.done_omitted,
+            errors=[*old.errors, *new.errors],
+            subagents=[*old.subagents, *new.subagents],
+            read=_union(old.read, new.read),
+            changed=_union(old.changed, new.changed),
+            todos=new.todos if new.todos is not None else old.todos,
+            decisions=[*old.decisions, *new.decisions],
+            earlier=[*old.earlier, *new.earlier],
+        )
+
+    def _render(self, s: _Sections) -> str:
+        parts: list[str] = []
+
+        def section(heading: str, lines: list[str]) -> None:
+            if lines:
+                parts.append(f"## {heading}\n" + "\n".join(lines))
+
+        section("Goal", [f"> {line}" for line in s.goal])
+        section("Requests", s.requests[-self.max_requests :])
+        omitted = s.done_omitted + max(len(s.done) - self.max_done, 0)
+        done = s.done[-self.max_done :] if self.max_done else []
+        if omitted:
+            done = [f"({omitted} earlier steps not listed)", *done]
+        section("Done", done)
+        section("Errors", s.errors[-self.max_errors :])
+        section("Sub-agents", s.subagents[-self.max_subagents :])
+        files = []
+        if s.read:
+            files.append("- read: " + ", ".join(s.read[-self.max_files :]))
+        if s.changed:
+            files.append("- changed: " + ", ".join(s.changed[-self.max_files :]))
+        section("Files", files)
+        if s.todos is not None:
+            section("Open todos", s.todos or ["- (none)"])
+        section("Key decisions", s.decisions[-self.max_decisions :])
+        section("Earlier summary", s.earlier[-40:])
+        return "\n\n".join(parts) if parts else "## Done\n(nothing to report)"
+
+
+def _open_todos(content: Any, width: int) -> list[str]:
+    todos = content.get("todos") if isinstance(content, Mapping) else None
+    if not isinstance(todos, Sequence) or isinstance(todos, str):
+        return []
+    lines = []
+    for item in todos:
+        if isinstance(item, Mapping):
+            text = item.get("task") or item.get("content") or item.get("text") or item.get("title")
+            status = str(item.get("status", "")).lower()
+            done = item.get("done") is True or status in ("done", "completed", "cancelled")
+            if done:
+                continue
+            label = _one_line(str(text if text is not None else dict(item)), width)
+            lines.append(f"- [ ] {label}" + (f" ({status})" if status else ""))
+        else:
+            lines.append(f"- [ ] {_one_line(str(item), width)}")
+    return lines
