@@ -48,14 +48,15 @@ def assert_lawful(before: MemoryState, after: MemoryState, dropped: set[str]) ->
     waiting_before = {before[p].id for p in shape.pending}
     after_shape = history_shape(after.chunks)
     assert {after[p].id for p in after_shape.pending} == waiting_before
-    # Order: each chunk of ``after`` sits where (the first of) what it stands for sat.
+    # Order: a replacement sits where what it stands for sat (a summary: the newest of it).
     position = {chunk.id: i for i, chunk in enumerate(before)}
-    places = [
-        position[c.id]
-        if c.id in position
-        else min(position[s] for s in c.metadata.derived_from or ())
-        for c in after
-    ]
+    places = []
+    for c in after:
+        if c.id in position:
+            places.append(position[c.id])
+        else:
+            sources = [position[s] for s in c.metadata.derived_from or ()]
+            places.append(max(sources) if is_compaction_summary(c) else min(sources))
     assert places == sorted(places)
 
 

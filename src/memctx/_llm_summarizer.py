@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Final
+from typing import ClassVar, Final
 
 import attrs
 
@@ -63,6 +63,9 @@ class LLMSummarizer:
     request they are sent in several, oldest first, each folding the summary
     so far in; a chunk too long for any request is cut to fit, visibly.
     """
+
+    DEFAULT_PROMPT: ClassVar[str] = DEFAULT_PROMPT
+    """The system prompt used when ``prompt`` is not given."""
 
     complete: Callable[[list[ChatMessage]], str]
     prompt: str | None = None
