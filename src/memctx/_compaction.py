@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -62,6 +62,8 @@ class CompactionReport:
     def to_event(self) -> dict[str, Any]:
         """The payload of a ``context.compacted`` event (plain JSON)."""
         return {
+            "compacted": self.compacted,
+            "reason": self.reason,
             "covered_ids": list(self.covered_ids),
             "covered": len(self.covered_ids),
             "summary_id": self.summary_id,
@@ -72,6 +74,26 @@ class CompactionReport:
             "summary_tokens": self.summary_tokens,
             "tokenizer": self.tokenizer,
         }
+
+    @classmethod
+    def from_event(cls, payload: Mapping[str, Any]) -> CompactionReport:
+        """The report a ``context.compacted`` event was made from (see :meth:`to_event`)."""
+        try:
+            summary_id = payload["summary_id"]
+            return cls(
+                compacted=bool(payload["compacted"]),
+                reason=str(payload["reason"]),
+                covered_ids=tuple(str(i) for i in payload["covered_ids"]),
+                summary_id=None if summary_id is None else str(summary_id),
+                original_count=int(payload["original_count"]),
+                tokens_before=int(payload["tokens_before"]),
+                tokens_after=int(payload["tokens_after"]),
+                kept_tokens=int(payload["kept_tokens"]),
+                summary_tokens=int(payload["summary_tokens"]),
+                tokenizer=str(payload["tokenizer"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CompactionError(f"not a context.compacted payload: {exc!r}") from None
 
     def summary(self) -> str:
         """One readable line."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
@@ -12,6 +12,7 @@ from memctx._builder import ContextBuilder
 from memctx._chunk import Chunk
 from memctx._exceptions import CompressionError
 from memctx._history_shape import history_shape
+from memctx._json import thaw_json
 from memctx._state import MemoryState
 from memctx._tokens import Tokenizer
 from memctx.typing import Compressor
@@ -103,6 +104,35 @@ class CompressionReport:
             "replaced": len(self.replaced_ids),
             "changes": [c.to_dict() for c in self.changes],
         }
+
+    @classmethod
+    def from_event(cls, payload: Mapping[str, Any]) -> CompressionReport:
+        """The report a ``context.compressed`` event was made from (see :meth:`to_event`)."""
+        try:
+            changes = tuple(
+                ChunkChange(
+                    chunk_id=str(c["chunk_id"]),
+                    action=c["action"],
+                    by=tuple(c["by"]),
+                    replacement_id=c["replacement_id"],
+                    chars_before=int(c["chars_before"]),
+                    chars_after=int(c["chars_after"]),
+                    tokens_before=int(c["tokens_before"]),
+                    tokens_after=int(c["tokens_after"]),
+                )
+                for c in payload["changes"]
+            )
+            return cls(
+                original_count=int(payload["original_count"]),
+                compressed_count=int(payload["compressed_count"]),
+                changes=changes,
+                compressors=tuple(dict(thaw_json(p)) for p in payload["compressors"]),
+                tokens_before=int(payload["tokens_before"]),
+                tokens_after=int(payload["tokens_after"]),
+                tokenizer=str(payload["tokenizer"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CompressionError(f"not a context.compressed payload: {exc!r}") from None
 
     def summary(self) -> str:
         """A few readable lines: counts, tokens saved, then one line per changed chunk."""
