@@ -112,4 +112,8 @@ _register_store_commands()
 main.add_command(chat)
 main.add_command(team_commands)
 
+from memctx._cli_compress import register_compress_commands  # noqa: E402
+
+register_compress_commands(main)
+
 __all__ = ["fail", "friendly_errors", "main", "result_to_json", "write_text_atomic"]
