@@ -179,3 +179,31 @@ class TestFolding:
     def test_a_summary_written_elsewhere_is_kept_as_earlier_summary(self) -> None:
         text = summarize([chunks.user("Continue.")], "The model wrote this.\nAnd this.")
         assert text.endswith("## Earlier summary\n> The model wrote this.\n> And this.")
+
+
+class TestSize:
+    def test_a_long_history_fits_max_chars_by_listing_fewer_entries(self) -> None:
+        calls = [
+            chunks.tool_call("bash", {"command": f"step {i} " + "x" * 100}, call_id=str(i))
+            for i in range(200)
+        ]
+        small = ExtractiveSummarizer(max_chars=2000)
+        text = small([chunks.user("goal " * 500), *calls], None)
+        assert len(text) <= 2000
+        done = text.split("## Done\n")[1].splitlines()
+        assert done[0] == f"({200 - (len(done) - 1)} earlier steps not listed)"
+        assert done[-1].startswith("- bash `step 199 ")
+
+    def test_folding_again_and_again_stays_within_max_chars(self) -> None:
+        small = ExtractiveSummarizer(max_chars=1500)
+        summary = None
+        for round_ in range(20):
+            made = [
+                chunks.assistant(f"round {round_}: " + "because " * 40),
+                chunks.tool_call("bash", {"command": f"make {round_}"}, call_id=f"c{round_}"),
+            ]
+            summary = small(made, summary)
+            assert len(summary) <= 1500
+        assert summary is not None
+        assert "(20 earlier steps not listed)" not in summary
+        assert "- bash `make 19` → no result" in summary

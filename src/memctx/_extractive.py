@@ -24,6 +24,7 @@ from typing import Any, Final
 import attrs
 
 from memctx._chunk import Chunk, ChunkType
+from memctx._compressors import cut_text
 
 HEADINGS: Final = (
     "Goal",
@@ -57,6 +58,7 @@ _ERROR_WORDS: Final = re.compile(
     r"error|exception|traceback|fail|not found|denied|no such|invalid|cannot", re.IGNORECASE
 )
 _SPACES: Final = re.compile(r"\s+")
+_MORE: Final = re.compile(r" … \(([\d,]+) more characters\)$")
 _OMITTED: Final = re.compile(r"^\((\d+) earlier (?:steps|items) not listed\)$")
 
 
@@ -231,7 +233,9 @@ class ExtractiveSummarizer:
     It keeps the task, the calls made (key arguments and outcome), the files
     read and changed, the errors met, what sub-agents reported, the open
     todos and the last decisions. The ``max_*`` settings cap each section
-    (the newest entries are kept), so the summary stays small however many
+    (the newest entries are kept), and ``max_chars`` the whole: a summary
+    that would be longer lists fewer entries per section (halving the caps
+    until it fits, then cutting it), so it stays small however many
     compactions fold into it.
     """
 
@@ -243,6 +247,7 @@ class ExtractiveSummarizer:
     max_decisions: int = 5
     max_files: int = 30
     line_chars: int = 160
+    max_chars: int = 6000
 
     def __call__(self, chunks: Sequence[Chunk], previous: str | None) -> str:
         new = self._extract(chunks)
@@ -253,7 +258,11 @@ class ExtractiveSummarizer:
             if old is None:
                 old = _Sections(earlier=[f"> {line}" for line in previous.splitlines()])
             merged = self._merge(old, new)
-        return self._render(merged)
+        for scale in (1.0, 0.5, 0.25, 0.125, 0.0):
+            text = self._render(merged, scale)
+            if len(text) <= self.max_chars:
+                return text
+        return cut_text(text, self.max_chars)
 
     def _extract(self, chunks: Sequence[Chunk]) -> _Sections:
         s = _Sections()
@@ -323,11 +332,6 @@ class ExtractiveSummarizer:
         return s
 
     def _goal(self, text: str) -> list[str]:
-        if len(text) > self.max_goal_chars:
-            text = (
-                text[: self.max_goal_chars]
-                + f" … ({len(text) - self.max_goal_chars:,} more characters)"
-            )
         return [line.rstrip() for line in text.splitlines() if line.strip()]
 
     def _merge(self, old: _Sections, new: _Sections) -> _Sections:
@@ -345,32 +349,44 @@ class ExtractiveSummarizer:
             earlier=[*old.earlier, *new.earlier],
         )
 
-    def _render(self, s: _Sections) -> str:
+    def _render(self, s: _Sections, scale: float) -> str:
         parts: list[str] = []
 
         def section(heading: str, lines: list[str]) -> None:
             if lines:
                 parts.append(f"## {heading}\n" + "\n".join(lines))
 
-        section("Goal", [f"> {line}" for line in s.goal])
-        section("Requests", s.requests[-self.max_requests :])
-        omitted = s.done_omitted + max(len(s.done) - self.max_done, 0)
-        done = s.done[-self.max_done :] if self.max_done else []
+        def newest(items: list[str], cap: int) -> list[str]:
+            kept = int(cap * scale)
+            return items[len(items) - kept :] if kept else []
+
+        goal = "\n".join(s.goal)
+        earlier_cut = 0
+        if found := _MORE.search(goal):  # cut by an earlier summary already
+            goal, earlier_cut = goal[: found.start()], int(found.group(1).replace(",", ""))
+        limit = max(int(self.max_goal_chars * scale), 200)
+        cut = earlier_cut + max(len(goal) - limit, 0)
+        if cut:
+            goal = goal[:limit] + f" … ({cut:,} more characters)"
+        section("Goal", [f"> {line}" for line in goal.splitlines()])
+        section("Requests", newest(s.requests, self.max_requests))
+        done = newest(s.done, self.max_done)
+        omitted = s.done_omitted + len(s.done) - len(done)
         if omitted:
             done = [f"({omitted} earlier steps not listed)", *done]
         section("Done", done)
-        section("Errors", s.errors[-self.max_errors :])
-        section("Sub-agents", s.subagents[-self.max_subagents :])
+        section("Errors", newest(s.errors, self.max_errors))
+        section("Sub-agents", newest(s.subagents, self.max_subagents))
         files = []
         if s.read:
-            files.append("- read: " + ", ".join(s.read[-self.max_files :]))
+            files.append("- read: " + ", ".join(newest(s.read, self.max_files)))
         if s.changed:
-            files.append("- changed: " + ", ".join(s.changed[-self.max_files :]))
-        section("Files", files)
+            files.append("- changed: " + ", ".join(newest(s.changed, self.max_files)))
+        section("Files", [line for line in files if not line.endswith(": ")])
         if s.todos is not None:
             section("Open todos", s.todos or ["- (none)"])
-        section("Key decisions", s.decisions[-self.max_decisions :])
-        section("Earlier summary", s.earlier[-40:])
+        section("Key decisions", newest(s.decisions, self.max_decisions))
+        section("Earlier summary", newest(s.earlier, 40))
         return "\n\n".join(parts) if parts else "## Done\n(nothing to report)"
 
 
