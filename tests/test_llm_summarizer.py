@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memctx import Chunk, CompactionError, MemoryState, chunks
 from memctx._tokens import TiktokenTokenizer
@@ -127,3 +129,28 @@ def test_it_compacts_a_state(gpt4o: TiktokenTokenizer) -> None:
     summary = new.get(report.summary_id)  # type: ignore[arg-type]
     assert summary.text == f"summary {len(model.requests)}"
     assert '<user_message id="task"' in model.requests[0][1]["content"]
+
+
+class TestProperties:
+    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(
+        sizes=st.lists(st.integers(0, 3000), min_size=1, max_size=25),
+        budget=st.integers(400, 3000),
+        previous=st.one_of(st.none(), st.integers(0, 60).map(lambda n: "done " * n)),
+    )
+    def test_every_request_fits_and_every_chunk_is_sent_once_in_order(
+        self, sizes: list[int], budget: int, previous: str | None, gpt4o: TiktokenTokenizer
+    ) -> None:
+        covered = [
+            chunks.tool_result("bash", "word " * size, id=f"r{i}") for i, size in enumerate(sizes)
+        ]
+        model = FakeModel(gpt4o, budget)  # asserts the budget on every request
+        LLMSummarizer(model, max_tokens=budget, tokenizer=gpt4o)(covered, previous)
+        sent = [
+            chunk.id
+            for request in model.requests
+            for chunk in covered
+            if f'id="{chunk.id}"' in request[1]["content"]
+            or f'id="{chunk.id}.cut-' in request[1]["content"]
+        ]
+        assert sent == [chunk.id for chunk in covered]
