@@ -20,9 +20,9 @@ from collections.abc import Iterable
 import attrs
 
 from memctx import Chunk, ChunkType, MemoryState, create_builder, create_tokenizer
-from memctx._tokens import Tokenizer
 from memctx.compaction import CompactionPolicy, ExtractiveSummarizer, is_compaction_summary
 from memctx.compress import MaxChars, TrimToolOutputs, compress
+from memctx.typing import Tokenizer
 
 BUDGET = 16_000
 POLICY = CompactionPolicy(trigger_tokens=12_000, keep_recent_tokens=6_000)

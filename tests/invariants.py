@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from memctx import BudgetExceededError, Chunk, MemoryState, create_builder
-from memctx._analysis import unit_role
 from memctx._history_shape import history_shape
 from memctx._tokens import Tokenizer
+from memctx._units import unit_role
 from memctx.compaction import is_compaction_summary
 
 

@@ -18,13 +18,13 @@ import attrs
 
 from memctx._builder import ContextBuilder
 from memctx._chunk import Chunk, ChunkType
+from memctx._chunk_tokens import chunk_tokens
 from memctx._compression import default_builder
 from memctx._exceptions import CompactionError
 from memctx._history_shape import history_shape
 from memctx._state import MemoryState
-from memctx._tokens import Tokenizer
 from memctx.chunks import progress_summary
-from memctx.typing import Summarizer
+from memctx.typing import Summarizer, Tokenizer
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
@@ -186,7 +186,7 @@ def compact(
     builder = builder if builder is not None else default_builder()
     tok = tokenizer if tokenizer is not None else builder.tokenizer
     chunks = state.chunks
-    counts = [builder.tokens(chunk, tok) for chunk in chunks]
+    counts = chunk_tokens(builder, state, tok)
     plan = plan_compaction(chunks, keep_recent_tokens, counts)
     return apply_plan(state, plan, counts, summarizer, tok, builder, now)
 
@@ -311,7 +311,7 @@ class CompactionPolicy:
         builder = builder if builder is not None else default_builder()
         tok = tokenizer if tokenizer is not None else builder.tokenizer
         chunks = state.chunks
-        counts = [builder.tokens(chunk, tok) for chunk in chunks]
+        counts = chunk_tokens(builder, state, tok)
         total = sum(counts)
         if total <= self.trigger_tokens:
             plan = CompactionPlan((), None, total, total)

@@ -7,15 +7,15 @@ from typing import Any, Literal
 
 import attrs
 
-from memctx._analysis import unit_role
 from memctx._builder import ContextBuilder
 from memctx._chunk import Chunk
+from memctx._chunk_tokens import chunk_tokens
 from memctx._exceptions import CompressionError
 from memctx._history_shape import history_shape
 from memctx._json import thaw_json
 from memctx._state import MemoryState
-from memctx._tokens import Tokenizer
-from memctx.typing import Compressor
+from memctx._units import unit_role
+from memctx.typing import Compressor, Tokenizer
 
 
 @attrs.frozen
@@ -327,8 +327,13 @@ def compress(
         if chunk.id not in touched:
             for origin in origins[chunk.id]:
                 replacement[origin] = chunk
+    if not any(touched.values()):
+        current = state
+    counts_before = chunk_tokens(builder, state, tok)
+    counts_after = counts_before if current is state else chunk_tokens(builder, current, tok)
+    after_position = {chunk.id: i for i, chunk in enumerate(current)}
     changes = []
-    for chunk in state:
+    for position, chunk in enumerate(state):
         if not touched[chunk.id]:
             continue
         new = replacement.get(chunk.id)
@@ -340,19 +345,17 @@ def compress(
                 replacement_id=None if new is None else new.id,
                 chars_before=len(chunk.text),
                 chars_after=0 if new is None else len(new.text),
-                tokens_before=builder.tokens(chunk, tok),
-                tokens_after=0 if new is None else builder.tokens(new, tok),
+                tokens_before=counts_before[position],
+                tokens_after=0 if new is None else counts_after[after_position[new.id]],
             )
         )
-    if not changes:
-        current = state
     report = CompressionReport(
         original_count=len(state),
         compressed_count=len(current),
         changes=tuple(changes),
         compressors=tuple(compressor_params(step) for step in steps),
-        tokens_before=sum(builder.tokens(c, tok) for c in state),
-        tokens_after=sum(builder.tokens(c, tok) for c in current),
+        tokens_before=sum(counts_before),
+        tokens_after=sum(counts_after),
         tokenizer=tok.name,
     )
     return current, report

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-from memctx._analysis import UnitKey, unit_role
 from memctx._chunk import Chunk, ChunkType
+from memctx._units import UnitKey, unit_role
 
 
 @attrs.frozen

@@ -13,7 +13,7 @@ from memctx._compression import default_builder
 from memctx._compressors import cut_text, derived_chunk
 from memctx._exceptions import CompactionError
 from memctx._state import MemoryState
-from memctx._tokens import Tokenizer
+from memctx.typing import Tokenizer
 
 ChatMessage = dict[str, str]
 

@@ -20,8 +20,7 @@ from memctx._compaction import CompactionPolicy, CompactionReport, compact
 from memctx._compression import CompressionReport, compress, compressor_params
 from memctx._exceptions import CompactionError
 from memctx._state import MemoryState
-from memctx._tokens import Tokenizer
-from memctx.typing import Compressor, Summarizer
+from memctx.typing import Compressor, Summarizer, Tokenizer
 
 CONTEXT_COMPRESSED: Final = "context.compressed"
 """Event kind recorded by :meth:`MemoryStore.compress` when something was cut."""

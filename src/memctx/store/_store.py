@@ -27,7 +27,6 @@ from memctx._exceptions import StoreError, ThreadExistsError
 from memctx._options import parse_build_options
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
-from memctx._tokens import Tokenizer
 from memctx.store import _build, _snapshot, _thread_ops, _view_ops
 from memctx.store._context_ops import compact_thread, compress_thread
 from memctx.store._engine import (
@@ -41,7 +40,7 @@ from memctx.store._engine import (
 )
 from memctx.store._records import Batch, StoredChunk, StoreEvent, ThreadInfo
 from memctx.store._thread_ops import MakeChunks
-from memctx.typing import Compressor, Summarizer
+from memctx.typing import Compressor, Summarizer, Tokenizer
 
 P = ParamSpec("P")
 R = TypeVar("R")
