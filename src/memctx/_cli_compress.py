@@ -15,11 +15,12 @@ from typing import Any, TypeVar
 import click
 
 from memctx._compaction import CompactionReport, compact
-from memctx._compression import CompressionReport, compress
+from memctx._compression_report import CompressionReport
 from memctx._compressors import DEFAULT_MAX_CHARS, MaxChars, MaxChunks, TrimToolOutputs
 from memctx._exceptions import MemctxError
 from memctx._extractive import ExtractiveSummarizer
 from memctx._tokens import create_tokenizer
+from memctx.compress import compress
 from memctx.typing import Compressor
 
 F = TypeVar("F", bound=Callable[..., Any])

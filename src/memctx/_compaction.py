@@ -19,7 +19,7 @@ import attrs
 from memctx._builder import ContextBuilder
 from memctx._chunk import Chunk, ChunkType
 from memctx._chunk_tokens import chunk_tokens
-from memctx._compression import default_builder
+from memctx._default_builder import default_builder
 from memctx._exceptions import CompactionError
 from memctx._history_shape import history_shape
 from memctx._state import MemoryState

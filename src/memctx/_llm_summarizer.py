@@ -9,8 +9,8 @@ import attrs
 
 from memctx._builder import ContextBuilder
 from memctx._chunk import Chunk
-from memctx._compression import default_builder
 from memctx._compressors import cut_text, derived_chunk
+from memctx._default_builder import default_builder
 from memctx._exceptions import CompactionError
 from memctx._state import MemoryState
 from memctx.typing import Tokenizer

@@ -15,16 +15,21 @@ dropped or changed. Write your own: any callable ``state -> state`` that
 keeps these rules (:func:`compress` checks them).
 """
 
-from memctx._compression import ChunkChange, CompressionReport, compress
+from collections.abc import Iterable
+
+from memctx._builder import ContextBuilder
+from memctx._compression import apply_compressors
+from memctx._compression_report import ChunkChange, CompressionReport
 from memctx._compressors import (
     MaxChars,
     MaxChunks,
     TrimToolOutputs,
     derived_chunk,
 )
+from memctx._default_builder import default_builder
 from memctx._history_shape import history_shape
 from memctx._state import MemoryState
-from memctx.typing import Compressor
+from memctx.typing import Compressor, Tokenizer
 
 __all__ = [
     "ChunkChange",
@@ -47,3 +52,23 @@ def protected_ids(state: MemoryState) -> frozenset[str]:
     """
     chunks = state.chunks
     return frozenset(chunks[i].id for i in history_shape(chunks).protected)
+
+
+def compress(
+    state: MemoryState,
+    compressors: Iterable[Compressor],
+    *,
+    tokenizer: Tokenizer | None = None,
+    builder: ContextBuilder | None = None,
+) -> tuple[MemoryState, CompressionReport]:
+    """Run ``compressors`` over ``state`` in order; return the new state and a report.
+
+    Each compressor's result is checked (see :class:`~memctx.typing.Compressor`).
+    A chunk replaced twice (cut, then trimmed) ends up as one chunk whose
+    ``derived_from`` names the original. Tokens are counted with
+    ``tokenizer`` (the builder's by default) over each chunk's rendering by
+    ``builder`` (a default builder when not given).
+    """
+    builder = builder if builder is not None else default_builder()
+    tok = tokenizer if tokenizer is not None else builder.tokenizer
+    return apply_compressors(state, compressors, tokenizer=tok, counter=builder)

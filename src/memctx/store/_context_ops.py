@@ -17,9 +17,10 @@ from typing import Any, Final, Protocol
 from memctx._builder import ContextBuilder
 from memctx._chunk import Chunk
 from memctx._compaction import CompactionPolicy, CompactionReport, compact
-from memctx._compression import CompressionReport, compress, compressor_params
+from memctx._compression_report import CompressionReport, compressor_params
 from memctx._exceptions import CompactionError
 from memctx._state import MemoryState
+from memctx.compress import compress
 from memctx.typing import Compressor, Summarizer, Tokenizer
 
 CONTEXT_COMPRESSED: Final = "context.compressed"

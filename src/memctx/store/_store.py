@@ -22,7 +22,7 @@ from sqlmodel import Session
 from memctx._builder import ContextBuilder, create_builder
 from memctx._chunk import Chunk, ChunkType
 from memctx._compaction import CompactionPolicy, CompactionReport
-from memctx._compression import CompressionReport
+from memctx._compression_report import CompressionReport
 from memctx._exceptions import StoreError, ThreadExistsError
 from memctx._options import parse_build_options
 from memctx._result import ContextBuildResult
