@@ -153,8 +153,6 @@ def apply_compressors(
     for step in steps:
         if not callable(step):
             raise CompressionError(f"{step!r} is not a compressor (a callable state -> state)")
-    tok = tokenizer
-    builder = counter
     # Every chunk of the current state -> the input chunks it stands for.
     origins: dict[str, tuple[str, ...]] = {chunk.id: (chunk.id,) for chunk in state}
     touched: dict[str, list[str]] = {chunk.id: [] for chunk in state}
@@ -185,8 +183,8 @@ def apply_compressors(
                 replacement[origin] = chunk
     if not any(touched.values()):
         current = state
-    counts_before = chunk_tokens(builder, state, tok)
-    counts_after = counts_before if current is state else chunk_tokens(builder, current, tok)
+    counts_before = chunk_tokens(counter, state, tokenizer)
+    counts_after = counts_before if current is state else chunk_tokens(counter, current, tokenizer)
     after_position = {chunk.id: i for i, chunk in enumerate(current)}
     changes = []
     for position, chunk in enumerate(state):
@@ -212,6 +210,6 @@ def apply_compressors(
         compressors=tuple(compressor_params(step) for step in steps),
         tokens_before=sum(counts_before),
         tokens_after=sum(counts_after),
-        tokenizer=tok.name,
+        tokenizer=tokenizer.name,
     )
     return current, report
