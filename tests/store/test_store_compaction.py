@@ -146,6 +146,24 @@ class TestCompact:
         eager = CompactionPolicy(trigger_tokens=500, keep_recent_tokens=200)
         assert store.compact(agent, ExtractiveSummarizer(), policy=eager).compacted
 
+    def test_a_chunk_appended_while_summarising_stays_visible(
+        self, store: MemoryStore, agent: str, open_store: Callable[[], MemoryStore]
+    ) -> None:
+        other = open_store()  # another process appending while the summary is written
+        summarize = ExtractiveSummarizer()
+        calls = []
+
+        def slow(covered: Sequence[Chunk], previous: str | None) -> str:
+            calls.append(len(covered))
+            if len(calls) == 1:
+                other.append(agent, chunks.user("meanwhile", id="meanwhile"))
+            return summarize(covered, previous)
+
+        report = store.compact(agent, slow, keep_recent_tokens=0)
+        assert len(calls) == 2  # redone on the new view
+        assert report.compacted
+        assert "meanwhile" in visible(store, agent)
+
     def test_keep_recent_tokens_or_a_policy_is_needed(self, store: MemoryStore, agent: str) -> None:
         with pytest.raises(CompactionError, match="keep_recent_tokens or policy"):
             store.compact(agent, ExtractiveSummarizer())
