@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from memctx import MemoryState, chunks
+from memctx import CompactionError, MemoryState, chunks
 from memctx._tokens import TiktokenTokenizer
 from memctx.compaction import CompactionPolicy, ExtractiveSummarizer, compact, is_compaction_summary
 from memctx.importers import load_openai_transcript
@@ -207,3 +207,8 @@ class TestSize:
         assert summary is not None
         assert "(20 earlier steps not listed)" not in summary
         assert "- bash `make 19` → no result" in summary
+
+    @pytest.mark.parametrize("field", ["max_done", "line_chars", "max_chars"])
+    def test_settings_must_be_counts(self, field: str) -> None:
+        with pytest.raises(CompactionError, match=f"ExtractiveSummarizer.{field} must be an int"):
+            ExtractiveSummarizer(**{field: -1})

@@ -25,6 +25,7 @@ import attrs
 
 from memctx._chunk import Chunk, ChunkType
 from memctx._compressors import cut_text
+from memctx._exceptions import CompactionError
 
 HEADINGS: Final = (
     "Goal",
@@ -248,6 +249,15 @@ class ExtractiveSummarizer:
     max_files: int = 30
     line_chars: int = 160
     max_chars: int = 6000
+
+    def __attrs_post_init__(self) -> None:
+        for field in attrs.fields(ExtractiveSummarizer):
+            value = getattr(self, field.name)
+            minimum = 200 if field.name == "max_chars" else 0
+            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+                raise CompactionError(
+                    f"ExtractiveSummarizer.{field.name} must be an int >= {minimum}, got {value!r}"
+                )
 
     def __call__(self, chunks: Sequence[Chunk], previous: str | None) -> str:
         new = self._extract(chunks)
