@@ -8,9 +8,10 @@ Compaction from the command line uses :class:`ExtractiveSummarizer` (no model).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 
@@ -99,6 +100,12 @@ def _compressors(
     return chosen
 
 
+def fail(message: str) -> NoReturn:
+    """One ``memctx: error: ...`` line on stderr, exit status 1 (as every memctx command)."""
+    click.echo(f"memctx: error: {message}", err=True)
+    sys.exit(1)
+
+
 def _compression_report(report: CompressionReport) -> str:
     if not report.changed:
         return f"nothing was cut ({report.original_count} chunks, {report.tokens_before} tokens)"
@@ -142,7 +149,6 @@ def compress_command(
     output: Path | None,
 ) -> None:
     """Compress STATE_FILE; the report of what was cut goes to stderr."""
-    from memctx.cli import fail
     from memctx.statefile import load_state
 
     chosen = _compressors(max_chunks, max_chars, trim, keep_recent, tools)
@@ -171,7 +177,6 @@ def compact_command(
     state_file: Path, keep_recent_tokens: int, model: str, output: Path | None
 ) -> None:
     """Replace the older chunks of STATE_FILE by an extractive summary; report to stderr."""
-    from memctx.cli import fail
     from memctx.statefile import load_state
 
     try:
