@@ -17,12 +17,12 @@ own headings back)::
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import attrs
 
+from memctx._call_facts import call_outcome, files_of_call, key_arguments, one_line
 from memctx._chunk import Chunk, ChunkType
 from memctx._compressors import cut_text
 from memctx._exceptions import CompactionError
@@ -38,134 +38,8 @@ HEADINGS: Final = (
     "Key decisions",
     "Earlier summary",
 )
-_KEY_ARGUMENTS: Final = (
-    "command",
-    "cmd",
-    "path",
-    "file_path",
-    "file",
-    "filename",
-    "pattern",
-    "query",
-    "url",
-    "old_str",
-)
-_READ_COMMANDS: Final = frozenset(
-    {"cat", "head", "tail", "nl", "less", "more", "grep", "sed", "wc"}
-)
-_RETURNCODE: Final = re.compile(r"^\s*<returncode>(-?\d+)</returncode>")
-_TAGS: Final = re.compile(r"<returncode>-?\d+</returncode>|</?(?:output|stdout|stderr)>")
-_ERROR_WORDS: Final = re.compile(
-    r"error|exception|traceback|fail|not found|denied|no such|invalid|cannot", re.IGNORECASE
-)
-_SPACES: Final = re.compile(r"\s+")
 _MORE: Final = re.compile(r" … \(([\d,]+) more characters\)$")
 _OMITTED: Final = re.compile(r"^\((\d+) earlier (?:steps|items) not listed\)$")
-
-
-def _one_line(text: str, limit: int) -> str:
-    flat = _SPACES.sub(" ", text).strip()
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def _arguments(content: Any, limit: int) -> str:
-    if isinstance(content, Mapping):
-        keys = [k for k in _KEY_ARGUMENTS if k in content] or list(content)[:2]
-        if len(keys) == 1 and keys[0] in ("command", "cmd"):
-            return "`" + _one_line(str(content[keys[0]]), limit) + "`"
-        parts = [f"{k}={_one_line(str(content[k]), limit // max(len(keys), 1))}" for k in keys]
-        return " ".join(parts)
-    if content is None:
-        return ""
-    return _one_line(content if isinstance(content, str) else str(content), limit)
-
-
-def _lines(text: str) -> list[str]:
-    return [line for line in (_TAGS.sub("", raw).strip() for raw in text.splitlines()) if line]
-
-
-def _outcome(results: Sequence[Chunk]) -> tuple[str, str | None]:
-    """``(outcome, error line or None)`` of a call from its results."""
-    if not results:
-        return "no result", None
-    last = results[-1]
-    text = last.text
-    lines = _lines(text)
-    found = _RETURNCODE.match(text)
-    failed = last.metadata.error is True or last.metadata.success is False
-    if found is not None and found.group(1) != "0":
-        failed = True
-    size = f"{len(lines)} line{'s' if len(lines) != 1 else ''}"
-    status = f"exit {found.group(1)}" if found is not None else ("failed" if failed else "ok")
-    if failed:
-        telling = [line for line in lines if _ERROR_WORDS.search(line)]
-        line = telling[-1] if telling else (lines[0] if lines else "(no output)")
-        return f"{status}, {size}", _one_line(line, 160)
-    return f"{status}, {size}", None
-
-
-def _paths_in_command(command: str) -> tuple[list[str], list[str]]:
-    """Files a shell command reads and changes (a best guess from its words)."""
-    read: list[str] = []
-    changed: list[str] = []
-    # A here-document's body is data, not commands: read up to the line that opens it.
-    lines = []
-    for line in command.splitlines():
-        lines.append(line.split("<<", 1)[0] if "<<" in line else line)
-        if "<<" in line:
-            break
-    for segment in re.split(r"&&|\|\||;|\|", "\n".join(lines)):
-        try:
-            words = shlex.split(segment, posix=True)
-        except ValueError:
-            words = segment.split()
-        if not words:
-            continue
-        for i, word in enumerate(words):
-            if word in (">", ">>") and i + 1 < len(words):
-                changed.append(words[i + 1])
-            elif word.startswith(">") and len(word) > 2 and not word.startswith(">&"):
-                changed.append(word.lstrip(">"))
-        name = words[0].rsplit("/", 1)[-1]
-        arguments = [w for i, w in enumerate(words[1:], 1) if words[i - 1] not in (">", ">>", "<")]
-        if name == "grep":  # its first word that is not an option is the pattern
-            plain = [w for w in arguments if not w.startswith("-")]
-            arguments = plain[1:]
-        paths = [w for w in arguments if _looks_like_path(w)]
-        if name == "tee" or (name == "sed" and any(w.startswith("-i") for w in words[1:])):
-            changed.extend(paths)
-        elif name in ("cp", "mv") and paths:
-            changed.append(paths[-1])
-        elif name in _READ_COMMANDS:
-            read.extend(paths)
-    changed = [p for p in changed if p != "/dev/null" and _looks_like_path(p)]
-    return read, changed
-
-
-def _looks_like_path(word: str) -> bool:
-    if not word or word.startswith("-") or any(c in word for c in "<>$*=\"'`(){}\n"):
-        return False
-    tail = word.rsplit("/", 1)[-1]
-    return "." in tail[1:] or ("/" in word and bool(tail))
-
-
-def _files_of_call(call: Chunk) -> tuple[list[str], list[str]]:
-    content = call.content
-    tool = (call.metadata.tool or call.metadata.skill or "").lower()
-    if not isinstance(content, Mapping):
-        return [], []
-    command = content.get("command") or content.get("cmd")
-    if isinstance(command, str) and ("bash" in tool or "shell" in tool or tool in ("sh", "run")):
-        return _paths_in_command(command)
-    path = next(
-        (content[k] for k in ("path", "file_path", "file", "filename") if k in content), None
-    )
-    if not isinstance(path, str) or not path:
-        return [], []
-    words = f"{tool} {command if isinstance(command, str) else ''}"
-    if re.search(r"write|edit|create|replace|patch|insert|str_replace|delete|move", words):
-        return [], [path]
-    return [path], []
 
 
 @attrs.define
@@ -292,35 +166,35 @@ class ExtractiveSummarizer:
                 if not s.goal:
                     s.goal.extend(self._goal(chunk.text))
                 else:
-                    s.requests.append("- " + _one_line(chunk.text, width * 2))
+                    s.requests.append("- " + one_line(chunk.text, width * 2))
             elif kind[0] is ChunkType.WORKING_FLOW and chunk.subtype == "USER":
-                s.requests.append("- (intervention) " + _one_line(chunk.text, width * 2))
+                s.requests.append("- (intervention) " + one_line(chunk.text, width * 2))
             elif chunk.action == "parent_agent_message":
-                text = _one_line(chunk.text, width * 2)
+                text = one_line(chunk.text, width * 2)
                 s.requests.append(f"- (from {meta.parent_agent_id}) {text}")
             elif chunk.action in ("tool_call", "skill_call"):
                 name = meta.tool or meta.skill or "?"
-                args = _arguments(chunk.content, width)
-                outcome, error = _outcome(results.get(meta.call_id or "", []))
+                args = key_arguments(chunk.content, width)
+                outcome, error = call_outcome(results.get(meta.call_id or "", []))
                 s.done.append(f"- {name} {args} → {outcome}".replace("  ", " "))
                 if error is not None:
-                    s.errors.append(f"- {name} {_arguments(chunk.content, 60)}: {error}")
-                read, changed = _files_of_call(chunk)
+                    s.errors.append(f"- {name} {key_arguments(chunk.content, 60)}: {error}")
+                read, changed = files_of_call(chunk)
                 s.read = _union(s.read, read)
                 s.changed = _union(s.changed, changed)
             elif chunk.type is ChunkType.ENVIRONMENT and not meta.call_id:
-                outcome, error = _outcome([chunk])
+                outcome, error = call_outcome([chunk])
                 s.done.append(f"- {meta.tool or meta.skill or '?'} (result) → {outcome}")
                 if error is not None:
                     s.errors.append(f"- {meta.tool or meta.skill or '?'}: {error}")
             elif chunk.action == "spawn_subagent":
                 task = chunk.content.get("task") if isinstance(chunk.content, Mapping) else None
                 reports = agents.get(meta.subagent_id or "", [])
-                line = f"- {meta.agent_type} {meta.subagent_id}: {_arguments(task, width)}"
+                line = f"- {meta.agent_type} {meta.subagent_id}: {key_arguments(task, width)}"
                 if reports:
                     last = reports[-1]
                     verdict = "succeeded" if last.metadata.success is not False else "failed"
-                    line += f" → {verdict}: {_one_line(last.text, width * 2)}"
+                    line += f" → {verdict}: {one_line(last.text, width * 2)}"
                 else:
                     line += " → no result yet"
                 s.subagents.append(line)
@@ -328,15 +202,15 @@ class ExtractiveSummarizer:
                 c.action == "spawn_subagent" and c.metadata.subagent_id == meta.subagent_id
                 for c in chunks
             ):
-                s.subagents.append(f"- {meta.subagent_id} → {_one_line(chunk.text, width * 2)}")
+                s.subagents.append(f"- {meta.subagent_id} → {one_line(chunk.text, width * 2)}")
             elif chunk.action == "todo_set":
                 s.todos = _open_todos(chunk.content, width)
             elif chunk.type is ChunkType.AGENT and chunk.role == "assistant":
-                s.decisions.append("- " + _one_line(chunk.text, width * 2))
+                s.decisions.append("- " + one_line(chunk.text, width * 2))
             elif chunk.type is ChunkType.WORKING_FLOW and chunk.subtype == "THINKING":
-                s.decisions.append("- (thought) " + _one_line(chunk.text, width * 2))
+                s.decisions.append("- (thought) " + one_line(chunk.text, width * 2))
             elif chunk.type is ChunkType.OUTPUT:
-                s.decisions.append(f"- ({chunk.action}) " + _one_line(chunk.text, width * 2))
+                s.decisions.append(f"- ({chunk.action}) " + one_line(chunk.text, width * 2))
             elif chunk.type is ChunkType.WORKING_FLOW and chunk.subtype == "PROGRESS_SUMMARY":
                 s.earlier.extend(f"> {line}" for line in chunk.text.splitlines() if line.strip())
         return s
@@ -412,8 +286,8 @@ def _open_todos(content: Any, width: int) -> list[str]:
             done = item.get("done") is True or status in ("done", "completed", "cancelled")
             if done:
                 continue
-            label = _one_line(str(text if text is not None else dict(item)), width)
+            label = one_line(str(text if text is not None else dict(item)), width)
             lines.append(f"- [ ] {label}" + (f" ({status})" if status else ""))
         else:
-            lines.append(f"- [ ] {_one_line(str(item), width)}")
+            lines.append(f"- [ ] {one_line(str(item), width)}")
     return lines
