@@ -283,3 +283,17 @@ class TestCompressionProperties:
             report.replaced_ids
         )
         assert_builds_within(new, gpt4o, budget)
+
+
+class TestIdempotence:
+    @pytest.mark.parametrize(
+        "compressor",
+        [MaxChars(50), TrimToolOutputs(keep_recent=0, max_chars=50)],
+        ids=["MaxChars", "TrimToolOutputs"],
+    )
+    def test_compressing_again_changes_nothing(self, run: MemoryState, compressor: object) -> None:
+        once, first = compress(run, [compressor])  # type: ignore[list-item]
+        assert first.changed
+        twice, second = compress(once, [compressor])  # type: ignore[list-item]
+        assert twice is once
+        assert not second.changed

@@ -13,6 +13,7 @@ so the same cut always gives the same chunk), text content and
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable
 from typing import Any, Final
 
@@ -81,6 +82,22 @@ class MaxChunks:
         )
 
 
+_CUT: Final = re.compile(r"\n\[memctx: cut [\d,]+ of [\d,]+ characters\]\Z")
+_TRIMMED: Final = re.compile(r"\n\[memctx: trimmed [\d,]+ of [\d,]+ characters\]\n")
+
+
+def _cut_already(text: str, max_chars: int) -> bool:
+    """Whether ``text`` is a cut this compressor made: its kept part fits ``max_chars``."""
+    found = _CUT.search(text)
+    return found is not None and found.start() <= max_chars
+
+
+def _trimmed_already(text: str, max_chars: int) -> bool:
+    """Whether ``text`` is a preview no longer than ``max_chars`` around the trimmed line."""
+    found = _TRIMMED.search(text)
+    return found is not None and len(text) - (found.end() - found.start()) <= max_chars
+
+
 def cut_text(text: str, max_chars: int) -> str:
     """``text`` cut to its first ``max_chars`` characters, with a line saying what was cut."""
     cut = len(text) - max_chars
@@ -103,7 +120,7 @@ class MaxChars:
     A longer content keeps its first ``n`` characters, followed by a line
     saying how many characters were cut (the new content is text; a JSON
     content is cut in its serialised form). Protected chunks are left
-    whole.
+    whole, and so is a cut made before (compressing again changes nothing).
     """
 
     n: int = DEFAULT_MAX_CHARS
@@ -122,7 +139,7 @@ class MaxChars:
             if position in shape.protected:
                 continue
             text = chunk.text
-            if len(text) > self.n:
+            if len(text) > self.n and not _cut_already(text, self.n):
                 replacements[position] = derived_chunk(chunk, cut_text(text, self.n), "cut")
         return _replace_some(state, replacements)
 
@@ -154,8 +171,9 @@ class TrimToolOutputs:
 
     The newest ``keep_recent`` outputs stay whole; each older one longer
     than ``max_chars`` keeps its first and last characters (``max_chars`` in
-    all) with a line between saying how much was trimmed. ``tools``, when
-    given, limits this to the outputs of those tools or skills.
+    all) with a line between saying how much was trimmed; a preview made
+    before is left as it is. ``tools``, when given, limits this to the
+    outputs of those tools or skills.
     """
 
     keep_recent: int = 3
@@ -194,7 +212,11 @@ class TrimToolOutputs:
         for position in old:
             chunk = chunks[position]
             text = chunk.text
-            if position not in shape.protected and len(text) > self.max_chars:
+            if (
+                position not in shape.protected
+                and len(text) > self.max_chars
+                and not _trimmed_already(text, self.max_chars)
+            ):
                 replacements[position] = derived_chunk(
                     chunk, preview_text(text, self.max_chars), "trim"
                 )
