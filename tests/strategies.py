@@ -394,3 +394,85 @@ def marked_texts(draw: st.DrawFn) -> tuple[str, str]:
             pieces.append(draw(st.sampled_from(["[TEAM_TASK]", "[team_task]"])))
         in_task = kind == "team_task" or (kind == "from" and in_task)
     return "".join(pieces), "".join(kept)
+
+
+# -- long agent runs (compression and compaction) ------------------------------------------------
+
+_RUN_TEXT: Final = st.one_of(
+    st.sampled_from(["ok", "done", "x = 2", "Traceback (most recent call last):\nValueError: x"]),
+    st.integers(1, 400).map(lambda n: "line of output\n" * n),
+    st.text(max_size=80),
+)
+
+
+@st.composite
+def agent_runs(draw: st.DrawFn, *, max_steps: int = 40) -> MemoryState:
+    """A long agent history: calls with results (short and long, some late, some missing),
+    spawns with results or still running, pinned chunks, system chunks, todos and summaries."""
+    made: list[Chunk] = []
+    open_calls: list[str] = []
+    open_agents: list[str] = []
+    for n in range(draw(st.integers(0, max_steps))):
+        kind = draw(
+            st.sampled_from(
+                [
+                    "user",
+                    "assistant",
+                    "call",
+                    "call",
+                    "result",
+                    "result",
+                    "spawn",
+                    "agent_result",
+                    "system",
+                    "todo",
+                    "thinking",
+                    "summary",
+                    "error",
+                ]
+            )
+        )
+        pinned = draw(st.integers(0, 9)) == 0
+        text = draw(_RUN_TEXT)
+        if kind == "user":
+            made.append(chunks.user(text, id=f"u{n}", pinned=pinned))
+        elif kind == "assistant":
+            made.append(chunks.assistant(text, id=f"a{n}", pinned=pinned))
+        elif kind == "thinking":
+            made.append(chunks.thinking(text, id=f"t{n}"))
+        elif kind == "system":
+            made.append(chunks.system(text, id=f"s{n}"))
+        elif kind == "todo":
+            made.append(
+                chunks.todo_update([{"task": text, "done": draw(st.booleans())}], id=f"td{n}")
+            )
+        elif kind == "summary":
+            made.append(chunks.progress_summary(text, original_count=2, id=f"ps{n}"))
+        elif kind == "call":
+            tool = draw(st.sampled_from(["bash", "read_file", "search"]))
+            made.append(
+                chunks.tool_call(
+                    tool, {"command": text[:60]}, call_id=f"c{n}", id=f"call{n}", pinned=pinned
+                )
+            )
+            open_calls.append(f"c{n}")
+        elif kind in ("result", "error") and open_calls:
+            call_id = draw(st.sampled_from(open_calls))
+            if draw(st.integers(0, 3)):
+                open_calls.remove(call_id)
+            if kind == "error":
+                made.append(
+                    chunks.tool_error("bash", text or "failed", call_id=call_id, id=f"err{n}")
+                )
+            else:
+                made.append(
+                    chunks.tool_result("bash", text, call_id=call_id, id=f"res{n}", pinned=pinned)
+                )
+        elif kind == "spawn":
+            made.append(chunks.spawn_subagent(f"ag{n}", "researcher", text[:80], id=f"sp{n}"))
+            open_agents.append(f"ag{n}")
+        elif kind == "agent_result" and open_agents:
+            agent = draw(st.sampled_from(open_agents))
+            open_agents.remove(agent)
+            made.append(chunks.subagent_result(agent, text, id=f"sr{n}"))
+    return MemoryState(made)

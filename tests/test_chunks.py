@@ -583,3 +583,29 @@ class TestImmutability:
         chunk = call.make()
 
         assert hash(chunk) == hash(attrs.evolve(chunk))
+
+
+class TestDerivedFrom:
+    """``metadata.derived_from``: which chunks a compressed or summarised chunk stands for."""
+
+    def test_a_chunk_is_not_derived_by_default_and_says_nothing_about_it(self) -> None:
+        chunk = chunks.user("hi", id="u")
+        assert chunk.metadata.derived_from is None
+        assert "derived_from" not in chunk.metadata.to_dict()
+
+    def test_a_list_of_ids_becomes_a_tuple_and_is_written_as_a_list(self) -> None:
+        meta = ChunkMetadata(derived_from=["a", "b"])  # type: ignore[arg-type]
+        assert meta.derived_from == ("a", "b")
+        assert meta.to_dict() == {"derived_from": ["a", "b"]}
+
+    @pytest.mark.parametrize("bad", [(), ("",), (1,), "a", 3])
+    def test_anything_but_chunk_ids_is_refused(self, bad: object) -> None:
+        with pytest.raises(InvalidChunkError, match=r"metadata\.derived_from"):
+            ChunkMetadata(derived_from=bad)  # type: ignore[arg-type]
+
+    def test_it_round_trips_through_the_state_format(self) -> None:
+        from memctx.statefile import chunk_from_dict, chunk_to_dict
+
+        chunk = chunks.progress_summary("s", original_count=2, id="sum")
+        chunk = attrs.evolve(chunk, metadata=attrs.evolve(chunk.metadata, derived_from=("a", "b")))
+        assert chunk_from_dict(chunk_to_dict(chunk)) == chunk

@@ -223,3 +223,25 @@ class TestAdapters:
         assert {"load_openai_transcript", "load_anthropic_messages", "from_langchain"} <= set(
             importers.__all__
         )
+
+
+class TestCompressionModules:
+    """The compression, compaction and typing modules offer the names DESIGN.md fixes."""
+
+    def test_all_is_sorted_and_every_name_exists(self) -> None:
+        from memctx import compaction, compress
+        from memctx import typing as memctx_typing
+
+        for module in (compress, compaction, memctx_typing):
+            assert module.__all__ == sorted(set(module.__all__)), module.__name__
+            assert [n for n in module.__all__ if not hasattr(module, n)] == []
+
+    def test_they_hold_the_names_design_md_fixes(self) -> None:
+        from memctx import compaction, compress
+        from memctx import typing as memctx_typing
+
+        assert {"compress", "MaxChunks", "MaxChars", "TrimToolOutputs"} <= set(compress.__all__)
+        assert {"compact", "ExtractiveSummarizer", "LLMSummarizer", "CompactionPolicy"} <= set(
+            compaction.__all__
+        )
+        assert {"Compressor", "Summarizer"} <= set(memctx_typing.__all__)

@@ -10,6 +10,7 @@ from typing import Any
 
 from memctx._build_cache import BuildCaches, ChunkCosts, CountKey, HistoryCache, LastBuild
 from memctx._chunk import Chunk, Role
+from memctx._compressed_build import build_compressed
 from memctx._cost import Overheads, cost_model, message_overheads, pinned_cost, prompt_segment
 from memctx._exceptions import BudgetExceededError, BuildOptionError
 from memctx._filter import filter_candidates
@@ -26,7 +27,7 @@ from memctx._select import selector_for
 from memctx._selection import SelectionProblem
 from memctx._state import MemoryState
 from memctx._tokens import EstimatingTokenizer, tokenizer_traits
-from memctx.typing import ChunkRenderer, Tokenizer
+from memctx.typing import ChunkRenderer, Compressor, Tokenizer
 from memctx.xml import (
     DEFAULT_CONTENT_MODE,
     SafeXml,
@@ -78,13 +79,23 @@ class ContextBuilder:
     # -- the build ------------------------------------------------------------------------
 
     def build(
-        self, state: MemoryState, max_tokens: int | None = None, **options: Any
+        self,
+        state: MemoryState,
+        max_tokens: int | None = None,
+        *,
+        compressors: Iterable[Compressor] | None = None,
+        compress_to_fit: Compressor | None = None,
+        **options: Any,
     ) -> ContextBuildResult:
         """Build the messages for ``state`` within ``max_tokens``.
 
         Takes the fields of :class:`BuildOptions` as keyword arguments, or
-        ``options=BuildOptions(...)``.
+        ``options=BuildOptions(...)``. ``compressors`` are applied first;
+        ``compress_to_fit`` gives old chunks a cheaper rendition rather than
+        leaving them out for the budget (see :mod:`memctx.compress`).
         """
+        if compressors is not None or compress_to_fit is not None:
+            return build_compressed(self, state, max_tokens, options, compressors, compress_to_fit)
         opts = parse_build_options(max_tokens, options)
         if not isinstance(state, MemoryState):
             raise BuildOptionError("state", f"must be a MemoryState, got {type(state).__name__}")

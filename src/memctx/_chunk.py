@@ -54,6 +54,27 @@ _metadata_optional_bool: Final = optional(_metadata_bool)
 _metadata_count: Final = optional(int_in_range(InvalidChunkError, 0, prefix="metadata."))
 
 
+def _convert_derived_from(value: object) -> object:
+    # A JSON array (a list) read back from a file or database becomes a tuple.
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _validate_derived_from(
+    instance: object, attribute: attrs.Attribute[Any], value: object
+) -> None:
+    if value is None:
+        return
+    if not isinstance(value, tuple) or not value:
+        raise InvalidChunkError(
+            "metadata.derived_from", f"must be a non-empty tuple of chunk ids, got {value!r}"
+        )
+    for item in value:
+        if not isinstance(item, str) or not item:
+            raise InvalidChunkError(
+                "metadata.derived_from", f"chunk ids must be non-empty strings, got {item!r}"
+            )
+
+
 def _freeze_custom(value: object) -> FrozenDict:
     if value is None:
         return FrozenDict()
@@ -73,6 +94,8 @@ class ChunkMetadata:
 
     Every field is optional; ``custom`` is a free JSON object for your own
     data (renderers may read it; the built-ins do not render it).
+    ``derived_from`` names the chunks a compressed or summarised chunk stands
+    for (``None`` for a chunk that is not derived).
     """
 
     tool: str | None = attrs.field(default=None, validator=_metadata_str)
@@ -90,6 +113,9 @@ class ChunkMetadata:
     compacted_at: int | None = attrs.field(default=None, validator=_metadata_count)
     pinned: bool = attrs.field(default=False, validator=_metadata_bool)
     custom: FrozenDict = attrs.field(factory=FrozenDict, converter=_freeze_custom)
+    derived_from: tuple[str, ...] | None = attrs.field(
+        default=None, converter=_convert_derived_from, validator=_validate_derived_from
+    )
 
     def to_dict(self) -> dict[str, Any]:
         """Return the fields that are set, as plain JSON (``custom`` thawed)."""
@@ -104,6 +130,9 @@ class ChunkMetadata:
             elif field.name == "pinned":
                 if value:
                     out["pinned"] = True
+            elif field.name == "derived_from":
+                if value is not None:
+                    out["derived_from"] = list(value)
             elif value is not None:
                 out[field.name] = value
         return out

@@ -24,6 +24,8 @@ whose meaning it shares, so code that already catches ``ValueError`` or
     ├── TeamMessageError (TypeError)          a team message, speaker or task is malformed
     ├── InspectError (ValueError)             a build report was asked of a mismatched state
     ├── EmptyContextError (ValueError)        a provider request would hold no conversation
+    ├── CompressionError (ValueError)         a compressor is misconfigured or broke a rule
+    ├── CompactionError (ValueError)          a compaction cannot be done as asked
     └── StoreError                            the persistent store refused an operation
         ├── ThreadNotFoundError (LookupError)
         ├── ThreadExistsError (ValueError)
@@ -204,6 +206,21 @@ class EmptyContextError(MemctxError, ValueError):
         self.provider = provider
         self.reason = reason
         super().__init__(f"nothing to send to {provider}: {reason}")
+
+
+class CompressionError(MemctxError, ValueError):
+    """A compressor was given bad settings, or its result broke a rule.
+
+    ``compressor`` names it (``None`` when the error is not about one).
+    """
+
+    def __init__(self, message: str, *, compressor: str | None = None) -> None:
+        self.compressor = compressor
+        super().__init__(f"{compressor}: {message}" if compressor else message)
+
+
+class CompactionError(MemctxError, ValueError):
+    """A compaction could not be done: bad settings, or a summarizer that failed."""
 
 
 class StoreError(MemctxError):

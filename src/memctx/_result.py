@@ -9,6 +9,7 @@ from typing import Any
 import attrs
 
 from memctx._chunk import Chunk
+from memctx._compression_report import CompressionReport
 from memctx._inspect_types import ChunkXml
 from memctx._message import ContextMessage
 from memctx._state import MemoryState
@@ -75,6 +76,9 @@ class ContextBuildResult:
     be counted piece by piece) rather than from the sum of cached counts."""
     included_chunks: tuple[Chunk, ...] = attrs.field(default=(), repr=False)
     """The included chunks themselves, in state order (``included_chunk_ids``' chunks)."""
+    compression: CompressionReport | None = None
+    """What ``compressors`` / ``compress_to_fit`` changed before the budget (None without them);
+    the ids above are those of the compressed state."""
     _exclusions_source: ExclusionSource | None = attrs.field(
         default=None, repr=False, eq=False, alias="exclusions_source"
     )
@@ -184,4 +188,6 @@ class ContextBuildResult:
                 f"  {replaced} XML-forbidden characters replaced by U+FFFD in "
                 f"{len(self.replaced_characters)} chunks"
             )
+        if self.compression is not None and self.compression.changed:
+            lines.append("  compressed first: " + self.compression.summary().splitlines()[0])
         return "\n".join(lines)

@@ -73,6 +73,8 @@ COMMANDS: dict[str, str] = {
     "inspect": "memctx._cli_inspect:inspect",
     "chat": "memctx._cli_chat:chat",
     "team": "memctx._cli_team:team",
+    "compress": "memctx._cli_compress:compress_command",
+    "compact": "memctx._cli_compress:compact_command",
 }
 
 FILE = click.Path(dir_okay=False, allow_dash=True, path_type=str)

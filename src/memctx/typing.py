@@ -2,19 +2,22 @@
 
 - :class:`ChunkRenderer`: renders the chunks it claims as one XML element each.
 - :class:`Tokenizer`: counts the tokens of a text and of a list of chat messages.
+- :class:`Compressor`: makes a state smaller (:mod:`memctx.compress`).
+- :class:`Summarizer`: writes the text of a compaction summary (:mod:`memctx.compaction`).
 
 Each is a :class:`typing.Protocol`: implement the members, no base class needed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from memctx._chunk import Chunk, Role
 from memctx._message import ContextMessage
+from memctx._state import MemoryState
 
-__all__ = ["ChunkRenderer", "Tokenizer"]
+__all__ = ["ChunkRenderer", "Compressor", "Summarizer", "Tokenizer"]
 
 
 @runtime_checkable
@@ -87,3 +90,30 @@ class Tokenizer(Protocol):
     def count(self, text: str) -> int: ...
 
     def count_messages(self, messages: Iterable[ContextMessage | Mapping[str, Any]]) -> int: ...
+
+
+@runtime_checkable
+class Compressor(Protocol):
+    """Makes a state smaller: ``compressor(state) -> state``.
+
+    It may keep a chunk, drop it, or put a new chunk (a fresh id, with
+    ``metadata.derived_from`` naming the chunk it stands for) in its place.
+    :func:`memctx.compress.compress` checks every result: a compressor that
+    splits a unit, touches a pinned chunk or a call still waiting for its
+    result, reorders chunks or invents unnamed ones raises
+    :class:`~memctx.CompressionError`.
+    """
+
+    def __call__(self, state: MemoryState, /) -> MemoryState: ...
+
+
+@runtime_checkable
+class Summarizer(Protocol):
+    """Writes the text of a compaction summary: ``summarizer(chunks, previous) -> str``.
+
+    ``chunks`` are the chunks the summary covers, oldest first, without the
+    previous summary; ``previous`` is the text of the summary an earlier
+    compaction made (``None`` on the first), to be folded into the new one.
+    """
+
+    def __call__(self, chunks: Sequence[Chunk], previous: str | None, /) -> str: ...

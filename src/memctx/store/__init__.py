@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from memctx.store._async_store import AsyncMemoryStore
+    from memctx.store._context_ops import CONTEXT_COMPACTED, CONTEXT_COMPRESSED
     from memctx.store._engine import (
         DATABASE_URL_ENV,
         default_database_path,
@@ -51,6 +52,8 @@ _MODULES = {
     "default_database_path": "_engine",
     "default_database_url": "_engine",
     "CONTEXT_BUILT": "_records",
+    "CONTEXT_COMPACTED": "_context_ops",
+    "CONTEXT_COMPRESSED": "_context_ops",
     "SNAPSHOT_IMPORTED": "_records",
     "VIEW_CHANGED": "_records",
     "Batch": "_records",
@@ -64,6 +67,8 @@ _MODULES = {
 
 __all__ = [
     "CONTEXT_BUILT",
+    "CONTEXT_COMPACTED",
+    "CONTEXT_COMPRESSED",
     "DATABASE_URL_ENV",
     "SCHEMA_VERSION",
     "SNAPSHOT_IMPORTED",

@@ -8,6 +8,7 @@ before they write, so a refused call changes nothing.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -20,11 +21,14 @@ from sqlmodel import Session
 
 from memctx._builder import ContextBuilder, create_builder
 from memctx._chunk import Chunk, ChunkType
+from memctx._compaction import CompactionPolicy, CompactionReport
+from memctx._compression_report import CompressionReport
 from memctx._exceptions import StoreError, ThreadExistsError
 from memctx._options import parse_build_options
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
 from memctx.store import _build, _snapshot, _thread_ops, _view_ops
+from memctx.store._context_ops import compact_thread, compress_thread
 from memctx.store._engine import (
     create_store_engine,
     database_error,
@@ -36,6 +40,7 @@ from memctx.store._engine import (
 )
 from memctx.store._records import Batch, StoredChunk, StoreEvent, ThreadInfo
 from memctx.store._thread_ops import MakeChunks
+from memctx.typing import Compressor, Summarizer, Tokenizer
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -364,6 +369,49 @@ class MemoryStore:
     def record_event(self, thread_id: str, kind: str, payload: Mapping[str, Any]) -> None:
         """Record an event of your own (e.g. ``context.compressed``) with a JSON payload."""
         self._run(True, _thread_ops.add_event, thread_id, kind, payload)
+
+    def compress(
+        self,
+        thread_id: str,
+        compressors: Iterable[Compressor],
+        *,
+        tokenizer: Tokenizer | None = None,
+        builder: ContextBuilder | None = None,
+    ) -> CompressionReport:
+        """Compress the visible chunks (a view operation; see :mod:`memctx.compress`).
+
+        Starts a batch and records a ``context.compressed`` event only when
+        something was cut; :meth:`rollback` restores the view.
+        """
+        return compress_thread(
+            self, thread_id, compressors, tokenizer=tokenizer, builder=builder or self.builder
+        )
+
+    def compact(
+        self,
+        thread_id: str,
+        summarizer: Summarizer,
+        *,
+        keep_recent_tokens: int | None = None,
+        policy: CompactionPolicy | None = None,
+        tokenizer: Tokenizer | None = None,
+        builder: ContextBuilder | None = None,
+        now: dt.datetime | None = None,
+    ) -> CompactionReport:
+        """Replace the older visible chunks by a summary (a view operation; see
+        :mod:`memctx.compaction`), keeping ``keep_recent_tokens`` — or only when
+        ``policy`` says it is due. Records ``context.compacted`` when it did.
+        """
+        return compact_thread(
+            self,
+            thread_id,
+            summarizer,
+            keep_recent_tokens=keep_recent_tokens,
+            policy=policy,
+            tokenizer=tokenizer,
+            builder=builder or self.builder,
+            now=now,
+        )
 
     def build(
         self,

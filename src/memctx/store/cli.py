@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from memctx._cli_compress import register_thread_compress_commands
 from memctx._cli_inspect import thread_inspect
 from memctx._cli_options import (
     all_build_options,
@@ -332,3 +333,5 @@ for _command in (
     _cli_views.batches,
 ):
     thread.add_command(_command)
+
+register_thread_compress_commands(thread)

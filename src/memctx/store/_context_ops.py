@@ -1,0 +1,141 @@
+"""Compression and compaction of a stored thread, as view operations.
+
+Each reads the visible chunks, computes the new list with
+:func:`memctx.compress.compress` or :func:`memctx.compaction.compact`, and
+makes it the visible one as one batch with its event, in one transaction
+(:meth:`MemoryStore.apply_view`): the history keeps every chunk, the new
+chunks join it, and ``rollback`` to the previous batch restores the view.
+Nothing is written when nothing changed.
+
+The new view is computed outside the write transaction (a summarizer may
+call a model for seconds). If the thread changed meanwhile (an append,
+another view operation), the work is redone on the new view, up to
+:data:`ATTEMPTS` times, so an appended chunk is not hidden by a view
+computed before it arrived; the check and the write are not one
+transaction, so a change in the last milliseconds can still slip through.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final, Protocol
+
+from memctx._builder import ContextBuilder
+from memctx._chunk import Chunk
+from memctx._compaction import CompactionPolicy, CompactionReport, compact
+from memctx._compression_report import CompressionReport, compressor_params
+from memctx._exceptions import CompactionError
+from memctx._state import MemoryState
+from memctx.compress import compress
+from memctx.store._records import ThreadInfo
+from memctx.typing import Compressor, Summarizer, Tokenizer
+
+CONTEXT_COMPRESSED: Final = "context.compressed"
+"""Event kind recorded by :meth:`MemoryStore.compress` when something was cut."""
+CONTEXT_COMPACTED: Final = "context.compacted"
+"""Event kind recorded by :meth:`MemoryStore.compact` when a summary replaced chunks."""
+
+
+ATTEMPTS: Final = 3
+
+
+class ThreadViews(Protocol):
+    """What these operations need of a store."""
+
+    def get_current_state(self, thread_id: str) -> MemoryState: ...
+
+    def thread_info(self, thread_id: str) -> ThreadInfo: ...
+
+    def apply_view(
+        self,
+        thread_id: str,
+        chunks: Sequence[Chunk],
+        *,
+        operation: str,
+        params: Mapping[str, Any] | None = None,
+        events: Sequence[tuple[str, Mapping[str, Any]]] = (),
+    ) -> int: ...
+
+
+def compress_thread(
+    store: ThreadViews,
+    thread_id: str,
+    compressors: Iterable[Compressor],
+    *,
+    tokenizer: Tokenizer | None,
+    builder: ContextBuilder,
+) -> CompressionReport:
+    """Compress the visible chunks of ``thread_id``; write only if something was cut."""
+    steps = list(compressors)
+    for _ in range(ATTEMPTS):
+        before = _version(store, thread_id)
+        state = store.get_current_state(thread_id)
+        new, report = compress(state, steps, tokenizer=tokenizer, builder=builder)
+        if _version(store, thread_id) == before:
+            break
+    if report.changed:
+        store.apply_view(
+            thread_id,
+            new.chunks,
+            operation="compress",
+            params={"compressors": [compressor_params(step) for step in steps]},
+            events=[(CONTEXT_COMPRESSED, report.to_event())],
+        )
+    return report
+
+
+def compact_thread(
+    store: ThreadViews,
+    thread_id: str,
+    summarizer: Summarizer,
+    *,
+    keep_recent_tokens: int | None,
+    policy: CompactionPolicy | None,
+    tokenizer: Tokenizer | None,
+    builder: ContextBuilder,
+    now: dt.datetime | None,
+) -> CompactionReport:
+    """Compact the visible chunks of ``thread_id`` (or only when ``policy`` says it is due)."""
+    if (keep_recent_tokens is None) == (policy is None):
+        raise CompactionError("give keep_recent_tokens or policy, not both and not neither")
+    for _ in range(ATTEMPTS):
+        before = _version(store, thread_id)
+        state = store.get_current_state(thread_id)
+        if policy is not None:
+            new, report = policy.apply(
+                state, summarizer, tokenizer=tokenizer, builder=builder, now=now
+            )
+            params: dict[str, Any] = {
+                "trigger_tokens": policy.trigger_tokens,
+                "keep_recent_tokens": policy.keep_recent_tokens,
+            }
+        else:
+            assert keep_recent_tokens is not None
+            new, report = compact(
+                state,
+                summarizer,
+                keep_recent_tokens=keep_recent_tokens,
+                tokenizer=tokenizer,
+                builder=builder,
+                now=now,
+            )
+            params = {"keep_recent_tokens": keep_recent_tokens}
+        if _version(store, thread_id) == before:
+            break
+    if report.compacted:
+        params["summarizer"] = getattr(summarizer, "__name__", None) or type(summarizer).__name__
+        store.apply_view(
+            thread_id,
+            new.chunks,
+            operation="compact",
+            params=params,
+            events=[(CONTEXT_COMPACTED, report.to_event())],
+        )
+    return report
+
+
+def _version(store: ThreadViews, thread_id: str) -> tuple[int, int]:
+    """Changes whenever the thread's view can have changed: its chunks and its batches."""
+    info = store.thread_info(thread_id)
+    return info.chunk_count, info.batch_count
