@@ -8,6 +8,7 @@ Compaction from the command line uses :class:`ExtractiveSummarizer` (no model).
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -26,7 +27,18 @@ from memctx.typing import Compressor
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_COMPRESS_OPTIONS = (
+_FORMAT = click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json"], case_sensitive=False),
+    default="text",
+    show_default=True,
+    help="text: a readable report; json: the report as the store's event payload records it.",
+)
+
+
+_COMPRESS_OPTIONS: tuple[Callable[[F], F], ...] = (
+    _FORMAT,
     click.option(
         "--max-chunks", type=click.IntRange(min=0), default=None, help="Keep the newest N chunks."
     ),
@@ -58,6 +70,7 @@ _COMPRESS_OPTIONS = (
 )
 
 _COMPACT_OPTIONS = (
+    _FORMAT,
     click.option(
         "--keep-recent-tokens",
         type=click.IntRange(min=0),
@@ -106,13 +119,17 @@ def fail(message: str) -> NoReturn:
     sys.exit(1)
 
 
-def _compression_report(report: CompressionReport) -> str:
+def _compression_report(report: CompressionReport, output_format: str = "text") -> str:
+    if output_format == "json":
+        return json.dumps(report.to_event(), ensure_ascii=False)
     if not report.changed:
         return f"nothing was cut ({report.original_count} chunks, {report.tokens_before} tokens)"
     return report.summary()
 
 
-def _compaction_report(report: CompactionReport) -> str:
+def _compaction_report(report: CompactionReport, output_format: str = "text") -> str:
+    if output_format == "json":
+        return json.dumps(report.to_event(), ensure_ascii=False)
     lines = [report.summary()]
     if report.compacted:
         lines.append("covered: " + " ".join(report.covered_ids))
@@ -147,6 +164,7 @@ def compress_command(
     tools: tuple[str, ...],
     model: str,
     output: Path | None,
+    output_format: str = "text",
 ) -> None:
     """Compress STATE_FILE; the report of what was cut goes to stderr."""
     from memctx.statefile import load_state
@@ -160,7 +178,7 @@ def compress_command(
         fail(str(exc))
     except OSError as exc:
         fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
-    click.echo(_compression_report(report), err=True)
+    click.echo(_compression_report(report, output_format), err=True)
 
 
 @click.command("compact")
@@ -174,7 +192,11 @@ def compress_command(
     help="Write the compacted state here (default: stdout).",
 )
 def compact_command(
-    state_file: Path, keep_recent_tokens: int, model: str, output: Path | None
+    state_file: Path,
+    keep_recent_tokens: int,
+    model: str,
+    output: Path | None,
+    output_format: str = "text",
 ) -> None:
     """Replace the older chunks of STATE_FILE by an extractive summary; report to stderr."""
     from memctx.statefile import load_state
@@ -192,7 +214,7 @@ def compact_command(
         fail(str(exc))
     except OSError as exc:
         fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
-    click.echo(_compaction_report(report), err=True)
+    click.echo(_compaction_report(report, output_format), err=True)
 
 
 def register_thread_compress_commands(thread: click.Group) -> None:
@@ -212,14 +234,15 @@ def register_thread_compress_commands(thread: click.Group) -> None:
         keep_recent: int,
         tools: tuple[str, ...],
         model: str,
+        output_format: str = "text",
     ) -> None:
         """Compress the visible chunks of THREAD_ID (a view operation: rollback restores)."""
         chosen = _compressors(max_chunks, max_chars, trim, keep_recent, tools)
         with open_store() as store:
             report = store.compress(thread_id, chosen, tokenizer=create_tokenizer(model))
             batch = store.thread_info(thread_id).batch
-        click.echo(_compression_report(report))
-        if report.changed:
+        click.echo(_compression_report(report, output_format))
+        if report.changed and output_format == "text":
             click.echo(f"batch {batch}; undo with: memctx thread rollback {thread_id} {batch - 1}")
 
     @thread.command("compact")
@@ -227,7 +250,9 @@ def register_thread_compress_commands(thread: click.Group) -> None:
     @_with(_COMPACT_OPTIONS)
     @db_option
     @friendly
-    def thread_compact(thread_id: str, keep_recent_tokens: int, model: str) -> None:
+    def thread_compact(
+        thread_id: str, keep_recent_tokens: int, model: str, output_format: str = "text"
+    ) -> None:
         """Replace the older visible chunks of THREAD_ID by an extractive summary."""
         with open_store() as store:
             report = store.compact(
@@ -237,8 +262,8 @@ def register_thread_compress_commands(thread: click.Group) -> None:
                 tokenizer=create_tokenizer(model),
             )
             batch = store.thread_info(thread_id).batch
-        click.echo(_compaction_report(report))
-        if report.compacted:
+        click.echo(_compaction_report(report, output_format))
+        if report.compacted and output_format == "text":
             click.echo(f"batch {batch}; undo with: memctx thread rollback {thread_id} {batch - 1}")
 
 

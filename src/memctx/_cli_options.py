@@ -132,6 +132,12 @@ _BUILD_OPTIONS = (
         default=True,
         help="Do not force in calls still waiting for their result.",
     ),
+    click.option(
+        "--provider",
+        type=choice(("openai", "anthropic", "gemini")),
+        default=None,
+        help="Count the turns this provider's adapter adds (anthropic, gemini) in the budget.",
+    ),
     format_option(
         "text",
         "json",
@@ -159,6 +165,7 @@ BUILD_OPTION_NAMES = frozenset(
         "pinned_chunk_ids",
         "pin_newest",
         "pin_pending_calls",
+        "provider",
     }
 )
 
