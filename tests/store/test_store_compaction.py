@@ -16,11 +16,11 @@ Rows = Callable[[], dict[str, list[tuple[object, ...]]]]
 NOW = dt.datetime(2026, 11, 24, 1, 0, tzinfo=dt.UTC)
 
 
-
 @pytest.fixture
 def api() -> str:
     """Compression and compaction are MemoryStore methods (not on AsyncMemoryStore yet)."""
     return "sync"
+
 
 @pytest.fixture
 def agent(store: MemoryStore) -> str:
