@@ -8,6 +8,7 @@ Compaction from the command line uses :class:`ExtractiveSummarizer` (no model).
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -55,6 +56,14 @@ _COMPRESS_OPTIONS = (
         "--tool", "tools", multiple=True, help="With --trim-tool-outputs: only this tool (repeat)."
     ),
     click.option("--model", default="estimate", show_default=True, help="Count tokens as M does."),
+    click.option(
+        "--format",
+        "output_format",
+        type=click.Choice(["text", "json"]),
+        default="text",
+        show_default=True,
+        help="The report of what changed as text or as one JSON object (the event payload).",
+    ),
 )
 
 _COMPACT_OPTIONS = (
@@ -65,6 +74,14 @@ _COMPACT_OPTIONS = (
         help="Tokens of the newest chunks kept as they are.",
     ),
     click.option("--model", default="estimate", show_default=True, help="Count tokens as M does."),
+    click.option(
+        "--format",
+        "output_format",
+        type=click.Choice(["text", "json"]),
+        default="text",
+        show_default=True,
+        help="The report of what changed as text or as one JSON object (the event payload).",
+    ),
 )
 
 
@@ -104,6 +121,12 @@ def fail(message: str) -> NoReturn:
     """One ``memctx: error: ...`` line on stderr, exit status 1 (as every memctx command)."""
     click.echo(f"memctx: error: {message}", err=True)
     sys.exit(1)
+
+
+def _as(output_format: str, report: CompressionReport | CompactionReport, text: str) -> str:
+    if output_format == "json":
+        return json.dumps(report.to_event(), ensure_ascii=False)
+    return text
 
 
 def _compression_report(report: CompressionReport) -> str:
@@ -146,6 +169,7 @@ def compress_command(
     keep_recent: int,
     tools: tuple[str, ...],
     model: str,
+    output_format: str,
     output: Path | None,
 ) -> None:
     """Compress STATE_FILE; the report of what was cut goes to stderr."""
@@ -160,7 +184,7 @@ def compress_command(
         fail(str(exc))
     except OSError as exc:
         fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
-    click.echo(_compression_report(report), err=True)
+    click.echo(_as(output_format, report, _compression_report(report)), err=True)
 
 
 @click.command("compact")
@@ -174,7 +198,7 @@ def compress_command(
     help="Write the compacted state here (default: stdout).",
 )
 def compact_command(
-    state_file: Path, keep_recent_tokens: int, model: str, output: Path | None
+    state_file: Path, keep_recent_tokens: int, model: str, output_format: str, output: Path | None
 ) -> None:
     """Replace the older chunks of STATE_FILE by an extractive summary; report to stderr."""
     from memctx.statefile import load_state
@@ -192,7 +216,7 @@ def compact_command(
         fail(str(exc))
     except OSError as exc:
         fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
-    click.echo(_compaction_report(report), err=True)
+    click.echo(_as(output_format, report, _compaction_report(report)), err=True)
 
 
 def register_thread_compress_commands(thread: click.Group) -> None:
@@ -212,14 +236,15 @@ def register_thread_compress_commands(thread: click.Group) -> None:
         keep_recent: int,
         tools: tuple[str, ...],
         model: str,
+        output_format: str,
     ) -> None:
         """Compress the visible chunks of THREAD_ID (a view operation: rollback restores)."""
         chosen = _compressors(max_chunks, max_chars, trim, keep_recent, tools)
         with open_store() as store:
             report = store.compress(thread_id, chosen, tokenizer=create_tokenizer(model))
             batch = store.thread_info(thread_id).batch
-        click.echo(_compression_report(report))
-        if report.changed:
+        click.echo(_as(output_format, report, _compression_report(report)))
+        if report.changed and output_format == "text":
             click.echo(f"batch {batch}; undo with: memctx thread rollback {thread_id} {batch - 1}")
 
     @thread.command("compact")
@@ -227,7 +252,9 @@ def register_thread_compress_commands(thread: click.Group) -> None:
     @_with(_COMPACT_OPTIONS)
     @db_option
     @friendly
-    def thread_compact(thread_id: str, keep_recent_tokens: int, model: str) -> None:
+    def thread_compact(
+        thread_id: str, keep_recent_tokens: int, model: str, output_format: str
+    ) -> None:
         """Replace the older visible chunks of THREAD_ID by an extractive summary."""
         with open_store() as store:
             report = store.compact(
@@ -237,8 +264,8 @@ def register_thread_compress_commands(thread: click.Group) -> None:
                 tokenizer=create_tokenizer(model),
             )
             batch = store.thread_info(thread_id).batch
-        click.echo(_compaction_report(report))
-        if report.compacted:
+        click.echo(_as(output_format, report, _compaction_report(report)))
+        if report.compacted and output_format == "text":
             click.echo(f"batch {batch}; undo with: memctx thread rollback {thread_id} {batch - 1}")
 
 
