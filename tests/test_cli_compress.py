@@ -114,3 +114,26 @@ class TestThreadCommands:
         )
         assert result.exit_code == 1
         assert result.output.strip() == "memctx: error: no thread 'x'"
+
+
+def test_the_report_can_be_json(runner: CliRunner, tmp_path: Path) -> None:
+    import json
+
+    out = tmp_path / "c.json"
+    result = runner.invoke(
+        main,
+        [
+            "compact",
+            str(EXAMPLE),
+            "--keep-recent-tokens",
+            "200",
+            "--format",
+            "json",
+            "-o",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stderr)
+    summaries = [c for c in load_state(out) if is_compaction_summary(c)]
+    assert payload["covered_ids"] == list(summaries[0].metadata.derived_from or ())

@@ -212,3 +212,9 @@ class TestSize:
     def test_settings_must_be_counts(self, field: str) -> None:
         with pytest.raises(CompactionError, match=f"ExtractiveSummarizer.{field} must be an int"):
             ExtractiveSummarizer(**{field: -1})
+
+
+def test_fewer_entries_than_the_cap_are_all_listed() -> None:
+    calls = [chunks.tool_call("bash", {"command": f"step {i}"}, call_id=str(i)) for i in range(5)]
+    done = ExtractiveSummarizer(max_done=30)(calls, None).split("## Done\n")[1].splitlines()
+    assert done == [f"- bash `step {i}` → no result" for i in range(5)]

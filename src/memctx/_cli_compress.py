@@ -27,18 +27,7 @@ from memctx.typing import Compressor
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_FORMAT = click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["text", "json"], case_sensitive=False),
-    default="text",
-    show_default=True,
-    help="text: a readable report; json: the report as the store's event payload records it.",
-)
-
-
-_COMPRESS_OPTIONS: tuple[Callable[[F], F], ...] = (
-    _FORMAT,
+_COMPRESS_OPTIONS = (
     click.option(
         "--max-chunks", type=click.IntRange(min=0), default=None, help="Keep the newest N chunks."
     ),
@@ -67,10 +56,17 @@ _COMPRESS_OPTIONS: tuple[Callable[[F], F], ...] = (
         "--tool", "tools", multiple=True, help="With --trim-tool-outputs: only this tool (repeat)."
     ),
     click.option("--model", default="estimate", show_default=True, help="Count tokens as M does."),
+    click.option(
+        "--format",
+        "output_format",
+        type=click.Choice(["text", "json"]),
+        default="text",
+        show_default=True,
+        help="The report of what changed as text or as one JSON object (the event payload).",
+    ),
 )
 
 _COMPACT_OPTIONS = (
-    _FORMAT,
     click.option(
         "--keep-recent-tokens",
         type=click.IntRange(min=0),
@@ -78,6 +74,14 @@ _COMPACT_OPTIONS = (
         help="Tokens of the newest chunks kept as they are.",
     ),
     click.option("--model", default="estimate", show_default=True, help="Count tokens as M does."),
+    click.option(
+        "--format",
+        "output_format",
+        type=click.Choice(["text", "json"]),
+        default="text",
+        show_default=True,
+        help="The report of what changed as text or as one JSON object (the event payload).",
+    ),
 )
 
 
@@ -119,17 +123,19 @@ def fail(message: str) -> NoReturn:
     sys.exit(1)
 
 
-def _compression_report(report: CompressionReport, output_format: str = "text") -> str:
+def _as(output_format: str, report: CompressionReport | CompactionReport, text: str) -> str:
     if output_format == "json":
         return json.dumps(report.to_event(), ensure_ascii=False)
+    return text
+
+
+def _compression_report(report: CompressionReport) -> str:
     if not report.changed:
         return f"nothing was cut ({report.original_count} chunks, {report.tokens_before} tokens)"
     return report.summary()
 
 
-def _compaction_report(report: CompactionReport, output_format: str = "text") -> str:
-    if output_format == "json":
-        return json.dumps(report.to_event(), ensure_ascii=False)
+def _compaction_report(report: CompactionReport) -> str:
     lines = [report.summary()]
     if report.compacted:
         lines.append("covered: " + " ".join(report.covered_ids))
@@ -163,8 +169,8 @@ def compress_command(
     keep_recent: int,
     tools: tuple[str, ...],
     model: str,
+    output_format: str,
     output: Path | None,
-    output_format: str = "text",
 ) -> None:
     """Compress STATE_FILE; the report of what was cut goes to stderr."""
     from memctx.statefile import load_state
@@ -178,7 +184,7 @@ def compress_command(
         fail(str(exc))
     except OSError as exc:
         fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
-    click.echo(_compression_report(report, output_format), err=True)
+    click.echo(_as(output_format, report, _compression_report(report)), err=True)
 
 
 @click.command("compact")
@@ -192,11 +198,7 @@ def compress_command(
     help="Write the compacted state here (default: stdout).",
 )
 def compact_command(
-    state_file: Path,
-    keep_recent_tokens: int,
-    model: str,
-    output: Path | None,
-    output_format: str = "text",
+    state_file: Path, keep_recent_tokens: int, model: str, output_format: str, output: Path | None
 ) -> None:
     """Replace the older chunks of STATE_FILE by an extractive summary; report to stderr."""
     from memctx.statefile import load_state
@@ -214,7 +216,7 @@ def compact_command(
         fail(str(exc))
     except OSError as exc:
         fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
-    click.echo(_compaction_report(report, output_format), err=True)
+    click.echo(_as(output_format, report, _compaction_report(report)), err=True)
 
 
 def register_thread_compress_commands(thread: click.Group) -> None:
@@ -234,14 +236,14 @@ def register_thread_compress_commands(thread: click.Group) -> None:
         keep_recent: int,
         tools: tuple[str, ...],
         model: str,
-        output_format: str = "text",
+        output_format: str,
     ) -> None:
         """Compress the visible chunks of THREAD_ID (a view operation: rollback restores)."""
         chosen = _compressors(max_chunks, max_chars, trim, keep_recent, tools)
         with open_store() as store:
             report = store.compress(thread_id, chosen, tokenizer=create_tokenizer(model))
             batch = store.thread_info(thread_id).batch
-        click.echo(_compression_report(report, output_format))
+        click.echo(_as(output_format, report, _compression_report(report)))
         if report.changed and output_format == "text":
             click.echo(f"batch {batch}; undo with: memctx thread rollback {thread_id} {batch - 1}")
 
@@ -251,7 +253,7 @@ def register_thread_compress_commands(thread: click.Group) -> None:
     @db_option
     @friendly
     def thread_compact(
-        thread_id: str, keep_recent_tokens: int, model: str, output_format: str = "text"
+        thread_id: str, keep_recent_tokens: int, model: str, output_format: str
     ) -> None:
         """Replace the older visible chunks of THREAD_ID by an extractive summary."""
         with open_store() as store:
@@ -262,7 +264,7 @@ def register_thread_compress_commands(thread: click.Group) -> None:
                 tokenizer=create_tokenizer(model),
             )
             batch = store.thread_info(thread_id).batch
-        click.echo(_compaction_report(report, output_format))
+        click.echo(_as(output_format, report, _compaction_report(report)))
         if report.compacted and output_format == "text":
             click.echo(f"batch {batch}; undo with: memctx thread rollback {thread_id} {batch - 1}")
 

@@ -242,7 +242,7 @@ class ExtractiveSummarizer:
 
         def newest(items: list[str], cap: int) -> list[str]:
             kept = int(cap * scale)
-            return items[len(items) - kept :] if kept else []
+            return items[max(len(items) - kept, 0) :] if kept else []
 
         goal = "\n".join(s.goal)
         earlier_cut = 0

@@ -17,12 +17,6 @@ NOW = dt.datetime(2026, 11, 24, 1, 0, tzinfo=dt.UTC)
 
 
 @pytest.fixture
-def api() -> str:
-    """Compression and compaction are MemoryStore methods (not on AsyncMemoryStore yet)."""
-    return "sync"
-
-
-@pytest.fixture
 def agent(store: MemoryStore) -> str:
     """A thread with a task, eight answered calls with long outputs, and a call still waiting."""
     store.create_thread("agent")

@@ -10,6 +10,7 @@ and psycopg 3's async mode for PostgreSQL.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -23,11 +24,14 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from memctx._builder import ContextBuilder, create_builder
 from memctx._chunk import Chunk, ChunkType
+from memctx._compaction import CompactionPolicy, CompactionReport
+from memctx._compression_report import CompressionReport
 from memctx._exceptions import StoreError, ThreadExistsError
 from memctx._options import parse_build_options
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
 from memctx.store import _build, _snapshot, _thread_ops, _view_ops
+from memctx.store._context_ops import compact_thread_async, compress_thread_async
 from memctx.store._engine import (
     create_async_store_engine,
     database_error,
@@ -39,6 +43,7 @@ from memctx.store._engine import (
 )
 from memctx.store._records import Batch, StoredChunk, StoreEvent, ThreadInfo
 from memctx.store._thread_ops import MakeChunks
+from memctx.typing import Compressor, Summarizer, Tokenizer
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -263,6 +268,42 @@ class AsyncMemoryStore:
         """See :meth:`MemoryStore.apply_view`."""
         return await self._run(
             True, _view_ops.apply_view, thread_id, chunks, operation, params, events
+        )
+
+    async def compress(
+        self,
+        thread_id: str,
+        compressors: Iterable[Compressor],
+        *,
+        tokenizer: Tokenizer | None = None,
+        builder: ContextBuilder | None = None,
+    ) -> CompressionReport:
+        """See :meth:`MemoryStore.compress` (the work runs in a worker thread)."""
+        return await compress_thread_async(
+            self, thread_id, compressors, tokenizer=tokenizer, builder=builder or self.builder
+        )
+
+    async def compact(
+        self,
+        thread_id: str,
+        summarizer: Summarizer,
+        *,
+        keep_recent_tokens: int | None = None,
+        policy: CompactionPolicy | None = None,
+        tokenizer: Tokenizer | None = None,
+        builder: ContextBuilder | None = None,
+        now: dt.datetime | None = None,
+    ) -> CompactionReport:
+        """See :meth:`MemoryStore.compact` (the summarizer runs in a worker thread)."""
+        return await compact_thread_async(
+            self,
+            thread_id,
+            summarizer,
+            keep_recent_tokens=keep_recent_tokens,
+            policy=policy,
+            tokenizer=tokenizer,
+            builder=builder or self.builder,
+            now=now,
         )
 
     async def rollback(self, thread_id: str, batch: int) -> int:

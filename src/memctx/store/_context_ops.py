@@ -17,9 +17,10 @@ transaction, so a change in the last milliseconds can still slip through.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final, Protocol
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Final, Protocol, TypeVar
 
 from memctx._builder import ContextBuilder
 from memctx._chunk import Chunk
@@ -38,6 +39,7 @@ CONTEXT_COMPACTED: Final = "context.compacted"
 
 
 ATTEMPTS: Final = 3
+R = TypeVar("R")
 
 
 class ThreadViews(Protocol):
@@ -58,6 +60,110 @@ class ThreadViews(Protocol):
     ) -> int: ...
 
 
+class AsyncThreadViews(Protocol):
+    """What the asyncio versions need of an :class:`AsyncMemoryStore`."""
+
+    async def get_current_state(self, thread_id: str) -> MemoryState: ...
+
+    async def thread_info(self, thread_id: str) -> ThreadInfo: ...
+
+    async def apply_view(
+        self,
+        thread_id: str,
+        chunks: Sequence[Chunk],
+        *,
+        operation: str,
+        params: Mapping[str, Any] | None = None,
+        events: Sequence[tuple[str, Mapping[str, Any]]] = (),
+    ) -> int: ...
+
+
+Write = tuple[Sequence[Chunk], str, dict[str, Any], list[tuple[str, dict[str, Any]]]]
+"""What to hand to ``apply_view``: chunks, operation, params, events."""
+
+
+def _compression(
+    state: MemoryState,
+    steps: list[Compressor],
+    tokenizer: Tokenizer | None,
+    builder: ContextBuilder,
+) -> tuple[CompressionReport, Write | None]:
+    new, report = compress(state, steps, tokenizer=tokenizer, builder=builder)
+    if not report.changed:
+        return report, None
+    params = {"compressors": [compressor_params(step) for step in steps]}
+    return report, (new.chunks, "compress", params, [(CONTEXT_COMPRESSED, report.to_event())])
+
+
+def _compaction(
+    state: MemoryState,
+    summarizer: Summarizer,
+    keep_recent_tokens: int | None,
+    policy: CompactionPolicy | None,
+    tokenizer: Tokenizer | None,
+    builder: ContextBuilder,
+    now: dt.datetime | None,
+) -> tuple[CompactionReport, Write | None]:
+    if policy is not None:
+        new, report = policy.apply(state, summarizer, tokenizer=tokenizer, builder=builder, now=now)
+        params: dict[str, Any] = {
+            "trigger_tokens": policy.trigger_tokens,
+            "keep_recent_tokens": policy.keep_recent_tokens,
+        }
+    else:
+        assert keep_recent_tokens is not None
+        new, report = compact(
+            state,
+            summarizer,
+            keep_recent_tokens=keep_recent_tokens,
+            tokenizer=tokenizer,
+            builder=builder,
+            now=now,
+        )
+        params = {"keep_recent_tokens": keep_recent_tokens}
+    if not report.compacted:
+        return report, None
+    params["summarizer"] = getattr(summarizer, "__name__", None) or type(summarizer).__name__
+    return report, (new.chunks, "compact", params, [(CONTEXT_COMPACTED, report.to_event())])
+
+
+def _check_choice(keep_recent_tokens: int | None, policy: CompactionPolicy | None) -> None:
+    if (keep_recent_tokens is None) == (policy is None):
+        raise CompactionError("give keep_recent_tokens or policy, not both and not neither")
+
+
+def _run(
+    store: ThreadViews, thread_id: str, work: Callable[[MemoryState], tuple[R, Write | None]]
+) -> R:
+    for _ in range(ATTEMPTS):
+        before = _version(store.thread_info(thread_id))
+        result, write = work(store.get_current_state(thread_id))
+        if _version(store.thread_info(thread_id)) == before:
+            break
+    if write is not None:
+        chunks, operation, params, events = write
+        store.apply_view(thread_id, chunks, operation=operation, params=params, events=events)
+    return result
+
+
+async def _run_async(
+    store: AsyncThreadViews,
+    thread_id: str,
+    work: Callable[[MemoryState], tuple[R, Write | None]],
+) -> R:
+    for _ in range(ATTEMPTS):
+        before = _version(await store.thread_info(thread_id))
+        state = await store.get_current_state(thread_id)
+        # Compressing, counting and summarising block: keep them off the event loop.
+        result, write = await asyncio.to_thread(work, state)
+        if _version(await store.thread_info(thread_id)) == before:
+            break
+    if write is not None:
+        chunks, operation, params, events = write
+        await store.apply_view(thread_id, chunks, operation=operation, params=params, events=events)
+    return result
+
+
 def compress_thread(
     store: ThreadViews,
     thread_id: str,
@@ -68,21 +174,22 @@ def compress_thread(
 ) -> CompressionReport:
     """Compress the visible chunks of ``thread_id``; write only if something was cut."""
     steps = list(compressors)
-    for _ in range(ATTEMPTS):
-        before = _version(store, thread_id)
-        state = store.get_current_state(thread_id)
-        new, report = compress(state, steps, tokenizer=tokenizer, builder=builder)
-        if _version(store, thread_id) == before:
-            break
-    if report.changed:
-        store.apply_view(
-            thread_id,
-            new.chunks,
-            operation="compress",
-            params={"compressors": [compressor_params(step) for step in steps]},
-            events=[(CONTEXT_COMPRESSED, report.to_event())],
-        )
-    return report
+    return _run(store, thread_id, lambda state: _compression(state, steps, tokenizer, builder))
+
+
+async def compress_thread_async(
+    store: AsyncThreadViews,
+    thread_id: str,
+    compressors: Iterable[Compressor],
+    *,
+    tokenizer: Tokenizer | None,
+    builder: ContextBuilder,
+) -> CompressionReport:
+    """:func:`compress_thread` for an :class:`AsyncMemoryStore`."""
+    steps = list(compressors)
+    return await _run_async(
+        store, thread_id, lambda state: _compression(state, steps, tokenizer, builder)
+    )
 
 
 def compact_thread(
@@ -97,45 +204,38 @@ def compact_thread(
     now: dt.datetime | None,
 ) -> CompactionReport:
     """Compact the visible chunks of ``thread_id`` (or only when ``policy`` says it is due)."""
-    if (keep_recent_tokens is None) == (policy is None):
-        raise CompactionError("give keep_recent_tokens or policy, not both and not neither")
-    for _ in range(ATTEMPTS):
-        before = _version(store, thread_id)
-        state = store.get_current_state(thread_id)
-        if policy is not None:
-            new, report = policy.apply(
-                state, summarizer, tokenizer=tokenizer, builder=builder, now=now
-            )
-            params: dict[str, Any] = {
-                "trigger_tokens": policy.trigger_tokens,
-                "keep_recent_tokens": policy.keep_recent_tokens,
-            }
-        else:
-            assert keep_recent_tokens is not None
-            new, report = compact(
-                state,
-                summarizer,
-                keep_recent_tokens=keep_recent_tokens,
-                tokenizer=tokenizer,
-                builder=builder,
-                now=now,
-            )
-            params = {"keep_recent_tokens": keep_recent_tokens}
-        if _version(store, thread_id) == before:
-            break
-    if report.compacted:
-        params["summarizer"] = getattr(summarizer, "__name__", None) or type(summarizer).__name__
-        store.apply_view(
-            thread_id,
-            new.chunks,
-            operation="compact",
-            params=params,
-            events=[(CONTEXT_COMPACTED, report.to_event())],
-        )
-    return report
+    _check_choice(keep_recent_tokens, policy)
+    return _run(
+        store,
+        thread_id,
+        lambda state: _compaction(
+            state, summarizer, keep_recent_tokens, policy, tokenizer, builder, now
+        ),
+    )
 
 
-def _version(store: ThreadViews, thread_id: str) -> tuple[int, int]:
+async def compact_thread_async(
+    store: AsyncThreadViews,
+    thread_id: str,
+    summarizer: Summarizer,
+    *,
+    keep_recent_tokens: int | None,
+    policy: CompactionPolicy | None,
+    tokenizer: Tokenizer | None,
+    builder: ContextBuilder,
+    now: dt.datetime | None,
+) -> CompactionReport:
+    """:func:`compact_thread` for an :class:`AsyncMemoryStore`."""
+    _check_choice(keep_recent_tokens, policy)
+    return await _run_async(
+        store,
+        thread_id,
+        lambda state: _compaction(
+            state, summarizer, keep_recent_tokens, policy, tokenizer, builder, now
+        ),
+    )
+
+
+def _version(info: ThreadInfo) -> tuple[int, int]:
     """Changes whenever the thread's view can have changed: its chunks and its batches."""
-    info = store.thread_info(thread_id)
     return info.chunk_count, info.batch_count
