@@ -9,17 +9,15 @@ Compaction from the command line uses :class:`ExtractiveSummarizer` (no model).
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
 import click
 
 from memctx._compaction import CompactionReport, compact
 from memctx._compression_report import CompressionReport
 from memctx._compressors import DEFAULT_MAX_CHARS, MaxChars, MaxChunks, TrimToolOutputs
-from memctx._exceptions import MemctxError
 from memctx._extractive import ExtractiveSummarizer
 from memctx._tokens import create_tokenizer
 from memctx.compress import compress
@@ -117,12 +115,6 @@ def _compressors(
     return chosen
 
 
-def fail(message: str) -> NoReturn:
-    """One ``memctx: error: ...`` line on stderr, exit status 1 (as every memctx command)."""
-    click.echo(f"memctx: error: {message}", err=True)
-    sys.exit(1)
-
-
 def _as(output_format: str, report: CompressionReport | CompactionReport, text: str) -> str:
     if output_format == "json":
         return json.dumps(report.to_event(), ensure_ascii=False)
@@ -176,14 +168,9 @@ def compress_command(
     from memctx.statefile import load_state
 
     chosen = _compressors(max_chunks, max_chars, trim, keep_recent, tools)
-    try:
-        state = load_state(state_file)
-        new, report = compress(state, chosen, tokenizer=create_tokenizer(model))
-        _write_state(new, output)
-    except MemctxError as exc:
-        fail(str(exc))
-    except OSError as exc:
-        fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
+    state = load_state(state_file)
+    new, report = compress(state, chosen, tokenizer=create_tokenizer(model))
+    _write_state(new, output)
     click.echo(_as(output_format, report, _compression_report(report)), err=True)
 
 
@@ -203,19 +190,14 @@ def compact_command(
     """Replace the older chunks of STATE_FILE by an extractive summary; report to stderr."""
     from memctx.statefile import load_state
 
-    try:
-        state = load_state(state_file)
-        new, report = compact(
-            state,
-            ExtractiveSummarizer(),
-            keep_recent_tokens=keep_recent_tokens,
-            tokenizer=create_tokenizer(model),
-        )
-        _write_state(new, output)
-    except MemctxError as exc:
-        fail(str(exc))
-    except OSError as exc:
-        fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
+    state = load_state(state_file)
+    new, report = compact(
+        state,
+        ExtractiveSummarizer(),
+        keep_recent_tokens=keep_recent_tokens,
+        tokenizer=create_tokenizer(model),
+    )
+    _write_state(new, output)
     click.echo(_as(output_format, report, _compaction_report(report)), err=True)
 
 
