@@ -108,7 +108,23 @@ class TestValues:
         create_builder().build(state, max_tokens=200)
 
         assert set(MemoryState.__slots__) == {"_chunks", "_history", "_length", "thread_id"}
-        assert set(type(state.shared_history).__slots__) == {"__weakref__", "ids", "items", "lock"}
+        # The shared list's structure (ids, units), derived from the chunks alone; no build data.
+        assert set(type(state.shared_history).__slots__) == {
+            "__weakref__",
+            "ids",
+            "items",
+            "lock",
+            "units",
+        }
+
+    def test_the_units_index_of_a_history_is_the_same_whoever_built_it(self) -> None:
+        state = _history()
+        before = state.shared_history.units
+        create_builder().build(state, max_tokens=200)
+        create_builder(content="escape").build(state, max_tokens=150)
+
+        assert state.shared_history.units is before
+        assert before.length == len(state)
 
     def test_a_chunk_has_no_field_besides_its_value(self) -> None:
         names = {field.name for field in attrs.fields(type(chunks.user("x")))}

@@ -171,6 +171,67 @@ class TestRenderElement:
             render_element("x", [('a="1" b', "2")], "")
 
 
+def lxml_reference(tag: str, attributes: list[tuple[str, Any]], content: str) -> tuple[str, int]:
+    """What render_element wrote when every element went through lxml: the reference."""
+    present = [(name, value) for name, value in attributes if value is not None]
+    element = etree.Element(tag)
+    replaced = 0
+    for name, value in present:
+        text = "true" if value is True else "false" if value is False else str(value)
+        replaced += count_forbidden(text)
+        element.set(name, sanitize(text))
+    replaced += count_forbidden(content)
+    element.text = "\n" + sanitize(content) + "\n"
+    return etree.tostring(element, encoding="unicode"), replaced
+
+
+element_names = st.one_of(
+    st.from_regex(r"[A-Za-z_][A-Za-z0-9_.-]{0,12}", fullmatch=True),
+    st.sampled_from(["xml", "xmlns", "XMLx", "xml-stylesheet", "a:b", "1a", "é", "a b", "-a"]),
+    st.text(max_size=4),
+)
+attribute_values = st.one_of(texts, st.integers(), st.booleans(), st.none())
+
+
+class TestRenderElementAgainstLxml:
+    """render_element writes most elements without lxml; its output stays lxml's, byte for byte."""
+
+    @PROPERTY
+    @given(
+        tag=element_names,
+        attributes=st.lists(st.tuples(element_names, attribute_values), max_size=5),
+        content=texts,
+    )
+    def test_writes_exactly_what_lxml_writes_or_raises_what_lxml_raises(
+        self, tag: str, attributes: list[tuple[str, Any]], content: str
+    ) -> None:
+        try:
+            expected: tuple[str, int] | type[Exception] = lxml_reference(tag, attributes, content)
+        except (ValueError, TypeError) as exc:
+            expected = type(exc)
+        try:
+            written = render_element(tag, attributes, content, mode="escape")
+            got: tuple[str, int] | type[Exception] = (str(written), written.replaced)
+        except (ValueError, TypeError) as exc:
+            got = type(exc)
+
+        assert got == expected
+
+    @settings(max_examples=300, deadline=None)
+    @given(value=texts, content=texts)
+    def test_escapes_any_text_as_lxml_does(self, value: str, content: str) -> None:
+        written = render_element("tool_result", [("id", value), ("call_id", "c1")], content)
+
+        assert (str(written), written.replaced) == lxml_reference(
+            "tool_result", [("id", value), ("call_id", "c1")], content
+        )
+
+    def test_a_repeated_attribute_name_is_written_once_where_lxml_puts_it(self) -> None:
+        attributes: list[tuple[str, Any]] = [("a", "1"), ("b", "2"), ("a", "3")]
+
+        assert render_element("x", attributes, "") == lxml_reference("x", attributes, "")[0]
+
+
 class TestContentModes:
     """Both modes: strict parse, one element, exact content, nothing forged."""
 

@@ -32,28 +32,26 @@ OPTIONS_KEPT = 4
 class HistoryCache:
     """Everything one builder remembers about one shared history."""
 
-    __slots__ = ("by_options", "counts", "older_units", "partial_counts", "renderings", "units")
+    __slots__ = ("by_options", "counts", "older_units", "partial_counts", "renderings")
 
     def __init__(self) -> None:
         self.renderings: dict[ChainKey, list[RenderedChunk | None]] = {}
         self.counts: dict[CountKey, list[int | None]] = {}
         # Long chunks counted in part: position -> (tokens counted, characters counted).
         self.partial_counts: dict[CountKey, dict[int, tuple[int, int]]] = {}
-        self.units = UnitsIndex()
-        # A units index of an older state, built after the shared one moved past it.
+        # A units index of an older state (the history indexes only its newest one).
         self.older_units: tuple[int, UnitsIndex] | None = None
         # Per set of options: the last build (length, result) and what its selector kept.
         self.by_options: dict[Hashable, LastBuild] = {}
 
-    def units_index(self, items: list[Chunk], length: int) -> UnitsIndex:
-        """The units index of ``items[:length]``, extending the shared one when it can."""
-        units = self.units
-        if units.length <= length:
-            units.extend_to(items, length)
+    def units_index(self, history: SharedHistory, length: int) -> UnitsIndex:
+        """The units index of the first ``length`` chunks of ``history``."""
+        units = history.units
+        if units.length == length:
             return units
         if self.older_units is None or self.older_units[0] != length:
             older = UnitsIndex()
-            older.extend_to(items, length)
+            older.extend_to(history.items, length)
             self.older_units = (length, older)
         return self.older_units[1]
 

@@ -123,7 +123,7 @@ class ContextBuilder:
             cache, items, length, count_key[0], self.render_chunk, tokenizer, count_key, adds_up
         )
         candidates = filter_candidates(items, length, opts, state.index_of)  # 1. filter
-        units = cache.units_index(items, length)
+        units = cache.units_index(state.shared_history, length)
         pinned = pin(candidates, units, opts, state.index_of)  # 2. pin
         prompt = prompt_segment(opts.system_prompt)
         model = cost_model(  # 3. cost

@@ -12,6 +12,7 @@ import attrs
 from memctx._chunk import Chunk, ChunkType
 from memctx._exceptions import ChunkNotFoundError, DuplicateChunkError, InvalidChunkError
 from memctx._limits import MAX_THREAD_ID_LENGTH
+from memctx._units import UnitsIndex
 from memctx._validators import non_empty_str, optional
 
 
@@ -42,19 +43,30 @@ class SharedHistory:
     are ignored by it. A second child of the same parent (a branch) gets a
     history of its own. Positions never change, so builders key their caches
     by this object (weakly) and by position.
+
+    The :class:`~memctx._units.UnitsIndex` (which chunks are kept or dropped
+    together, pinned, or SYSTEM) is part of the list's structure, like the id
+    map: it depends on the chunks alone and is extended with them, for the
+    newest state (a builder indexes an older state itself).
     """
 
-    __slots__ = ("__weakref__", "ids", "items", "lock")
+    __slots__ = ("__weakref__", "ids", "items", "lock", "units")
 
     def __init__(self, chunks: Iterable[Chunk]) -> None:
         self.lock = threading.RLock()
         """Held while the history grows, and by a build while it reads."""
-        self.items: list[Chunk] = list(chunks)
-        self.ids: dict[str, int] = {}
-        for position, chunk in enumerate(self.items):
-            if chunk.id in self.ids:
-                raise DuplicateChunkError(chunk.id)
-            self.ids[chunk.id] = position
+        items: list[Chunk] = list(chunks)
+        ids = {chunk.id: position for position, chunk in enumerate(items)}
+        if len(ids) != len(items):
+            seen: set[str] = set()
+            for chunk in items:
+                if chunk.id in seen:
+                    raise DuplicateChunkError(chunk.id)
+                seen.add(chunk.id)
+        self.items = items
+        self.ids = ids
+        self.units = UnitsIndex()
+        self.units.extend_to(items, len(items))
 
 
 class MemoryState:
@@ -217,6 +229,7 @@ class MemoryState:
                 items.extend(added)
                 for offset, chunk in enumerate(added):
                     history.ids[chunk.id] = start + offset
+                history.units.extend_to(items, length)
                 new._init(history, length, self.thread_id)
                 return new
         # This state already has a descendant: the new one branches off.

@@ -2,9 +2,10 @@
 
 A unit is a tool or skill call and every result with its ``call_id``, or a
 ``spawn_subagent`` and every ``subagent_result`` of that ``subagent_id``.
-The index is extended chunk by chunk (a builder keeps one per shared
-history and extends it as the history grows), so an agent that appends and
-rebuilds never pays for the whole history again.
+The index describes the chunk list and nothing else (no builder's
+configuration enters it), so the shared history owns it and extends it as
+chunks are added: an agent that appends and rebuilds never pays for the
+whole history again, and a first build does not pay for it either.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ UnitKey = tuple[str, str]
 
 _CALL_ACTIONS = frozenset({"tool_call", "skill_call"})
 _RESULT_ACTIONS = frozenset({"tool_result", "skill_result"})
+_DELEGATION_ACTIONS = frozenset({"spawn_subagent", "subagent_result"})
 
 
 def unit_role(chunk: Chunk) -> tuple[UnitKey, bool] | None:
@@ -66,35 +68,57 @@ class UnitsIndex:
     def extend_to(self, chunks: Sequence[Chunk], length: int) -> None:
         """Index ``chunks[self.length:length]``; the first ``self.length`` are indexed already."""
         start = self.length
-        self.cut_blocked.extend([0] * (length - start))
+        blocked = self.cut_blocked
+        blocked.frombytes(bytes(blocked.itemsize * (length - start)))
+        system, workflow, environment, delegation = (
+            ChunkType.SYSTEM,
+            ChunkType.WORKFLOW,
+            ChunkType.ENVIRONMENT,
+            ChunkType.DELEGATION,
+        )
+        pinned_positions, system_positions = self.pinned_positions, self.system_positions
+        unit_of, members, openers, pending = self.unit_of, self.members, self.openers, self.pending
         for position in range(start, length):
             chunk = chunks[position]
-            if chunk.type is ChunkType.SYSTEM:
-                self.system_positions.append(position)
-            if chunk.metadata.pinned:
-                self.pinned_positions.append(position)
-            found = unit_role(chunk)
-            if found is None:
-                continue
-            key, is_opener = found
-            self.unit_of[position] = key
-            if is_opener:
-                if key not in self.openers:
-                    self.openers[key] = position
-                    if key not in self.members:
-                        self.pending.add(position)
+            ctype = chunk.type
+            metadata = chunk.metadata
+            if metadata.pinned:
+                pinned_positions.append(position)
+            # unit_role, inlined: this loop runs once per chunk of every history.
+            if ctype is workflow:
+                if chunk.action not in _CALL_ACTIONS or not metadata.call_id:
+                    continue
+                key: UnitKey = ("call", metadata.call_id)
+                is_opener = True
+            elif ctype is environment:
+                if chunk.action not in _RESULT_ACTIONS or not metadata.call_id:
+                    continue
+                key, is_opener = ("call", metadata.call_id), False
+            elif ctype is delegation:
+                agent = metadata.subagent_id
+                if not agent or chunk.action not in _DELEGATION_ACTIONS:
+                    continue
+                key, is_opener = ("agent", agent), chunk.action == "spawn_subagent"
             else:
-                opener = self.openers.get(key)
+                if ctype is system:
+                    system_positions.append(position)
+                continue
+            unit_of[position] = key
+            if is_opener:
+                if key not in openers:
+                    openers[key] = position
+                    if key not in members:
+                        pending.add(position)
+            else:
+                opener = openers.get(key)
                 if opener is not None:
-                    self.pending.discard(opener)
-            positions = self.members.get(key)
+                    pending.discard(opener)
+            positions = members.get(key)
             if positions is None:
-                self.members[key] = [position]
+                members[key] = [position]
                 continue
             # The unit now spans from its first member to this one: no cut in between.
-            last = positions[-1]
-            blocked = self.cut_blocked
-            for k in range(last + 1, position + 1):
+            for k in range(positions[-1] + 1, position + 1):
                 blocked[k] += 1
             positions.append(position)
         self.length = length
