@@ -24,6 +24,7 @@ from memctx.xml import (
     count_forbidden,
     parse_element,
     render_element,
+    render_element_prefix,
     sanitize,
 )
 from strategies import (
@@ -230,6 +231,42 @@ class TestRenderElementAgainstLxml:
         attributes: list[tuple[str, Any]] = [("a", "1"), ("b", "2"), ("a", "3")]
 
         assert render_element("x", attributes, "") == lxml_reference("x", attributes, "")[0]
+
+
+class TestRenderElementPrefix:
+    """A prefix rendering is always the start of the whole rendering, in every mode."""
+
+    @settings(max_examples=300, deadline=None)
+    @given(
+        content=st.lists(texts, max_size=6).map("".join),
+        chars=st.integers(0, 200),
+        mode=st.sampled_from(CONTENT_MODES),
+        value=texts,
+    )
+    def test_is_a_prefix_of_the_whole_rendering_covering_the_characters_asked(
+        self, content: str, chars: int, mode: XmlContentMode, value: str
+    ) -> None:
+        attributes: list[tuple[str, Any]] = [("id", value), ("n", 3)]
+        whole = render_element("tool_result", attributes, content, mode=mode)
+        start = render_element("tool_result", attributes, "", mode=mode)[: -len("\n</tool_result>")]
+
+        prefix = render_element_prefix("tool_result", attributes, content, chars, mode=mode)
+
+        assert whole.startswith(prefix)
+        assert len(prefix) >= len(start) + min(chars, len(content))
+
+    def test_is_the_whole_element_when_the_content_is_no_longer_than_asked(self) -> None:
+        assert render_element_prefix("x", [], "a < b", 5) == render_element("x", [], "a < b")
+
+    @pytest.mark.parametrize("mode", CONTENT_MODES)
+    def test_opens_a_cdata_section_the_rest_of_the_piece_needs(self, mode: XmlContentMode) -> None:
+        content = "plain start " * 4 + "then a < b"
+        whole = render_element("x", [], content, mode=mode)
+
+        prefix = render_element_prefix("x", [], content, 10, mode=mode)
+
+        assert whole.startswith(prefix)
+        assert ("<![CDATA[" in prefix) is (mode == "cdata")
 
 
 class TestContentModes:

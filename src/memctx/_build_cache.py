@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
+from typing import Final, Protocol
 
 from memctx._chunk import Chunk, Role
 from memctx._result import ContextBuildResult
@@ -32,13 +33,22 @@ OPTIONS_KEPT = 4
 class HistoryCache:
     """Everything one builder remembers about one shared history."""
 
-    __slots__ = ("by_options", "counts", "older_units", "partial_counts", "renderings")
+    __slots__ = (
+        "by_options",
+        "counts",
+        "long_roles",
+        "older_units",
+        "partial_counts",
+        "renderings",
+    )
 
     def __init__(self) -> None:
         self.renderings: dict[ChainKey, list[RenderedChunk | None]] = {}
         self.counts: dict[CountKey, list[int | None]] = {}
         # Long chunks counted in part: position -> (tokens counted, characters counted).
         self.partial_counts: dict[CountKey, dict[int, tuple[int, int]]] = {}
+        # Roles of long chunks not rendered whole yet: position -> role.
+        self.long_roles: dict[ChainKey, dict[int, Role]] = {}
         # A units index of an older state (the history indexes only its newest one).
         self.older_units: tuple[int, UnitsIndex] | None = None
         # Per set of options: the last build (length, result) and what its selector kept.
@@ -104,14 +114,29 @@ class BuildCaches:
 class ChunkCosts:
     """Roles, segments and token counts of one history's chunks, cached by position.
 
-    ``render`` makes a chunk's :class:`RenderedChunk` on a miss. When the
-    tokenizer's counts add up (``counts_add_up``), :meth:`measure_within`
+    ``renderer.render`` makes a chunk's :class:`RenderedChunk` on a miss. When
+    the tokenizer's counts add up (``counts_add_up``), :meth:`measure_within`
     counts a long chunk in pieces cut where the counts must add up, stops
     once it is over the limit, and keeps what it counted, so a later build
     with more room goes on from there: no character is encoded twice.
+
+    A chunk whose text is longer than :data:`LONG_CHUNK_CHARS` is not
+    rendered whole to learn its role or to be measured against a limit: its
+    role comes from ``renderer.role``, and its renderer's prefix
+    (``renderer.render_prefix``, when it can make one) is counted first, so a
+    huge chunk that cannot fit costs what the limit needs, not its length.
     """
 
-    __slots__ = ("_count", "_items", "_partial", "_render", "_rendered", "_tokens", "adds_up")
+    __slots__ = (
+        "_count",
+        "_items",
+        "_partial",
+        "_rendered",
+        "_renderer",
+        "_roles",
+        "_tokens",
+        "adds_up",
+    )
 
     def __init__(
         self,
@@ -119,7 +144,7 @@ class ChunkCosts:
         items: list[Chunk],
         length: int,
         chain_key: ChainKey,
-        render: Callable[[Chunk], RenderedChunk],
+        renderer: ChunkRendering,
         tokenizer: Tokenizer,
         count_key: CountKey,
         adds_up: bool,
@@ -134,18 +159,27 @@ class ChunkCosts:
         self._rendered = rendered
         self._tokens = tokens
         self._partial = cache.partial_counts.setdefault(count_key, {})
-        self._render = render
+        self._roles = cache.long_roles.setdefault(chain_key, {})
+        self._renderer = renderer
         self._count = tokenizer.count
         self.adds_up = adds_up
 
     def rendered(self, position: int) -> RenderedChunk:
         found = self._rendered[position]
         if found is None:
-            found = self._rendered[position] = self._render(self._items[position])
+            found = self._rendered[position] = self._renderer.render(self._items[position])
         return found
 
     def role(self, position: int) -> Role:
-        return self.rendered(position).role
+        found = self._rendered[position]
+        if found is not None:
+            return found.role
+        if not _is_long(self._items[position]):
+            return self.rendered(position).role
+        role = self._roles.get(position)
+        if role is None:
+            role = self._roles[position] = self._renderer.role(self._items[position])
+        return role
 
     def known_tokens(self, position: int) -> int | None:
         """The tokens of ``position`` if they were counted (or seeded) already."""
@@ -174,7 +208,25 @@ class ChunkCosts:
         return tokens if tokens <= limit else None
 
     def _count_within(self, position: int, limit: int) -> int | None:
-        segment = self.rendered(position).segment
+        if self._rendered[position] is None and _is_long(self._items[position]):
+            prefix = self._renderer.render_prefix(self._items[position], prefix_chars(limit))
+            if prefix is not None:
+                counted = self._count_pieces(position, prefix, limit, whole=False)
+                if not isinstance(counted, _NeedsMore):
+                    return counted
+        counted = self._count_pieces(position, self.rendered(position).segment, limit, whole=True)
+        assert not isinstance(counted, _NeedsMore)
+        return counted
+
+    def _count_pieces(
+        self, position: int, text: str, limit: int, *, whole: bool
+    ) -> int | _NeedsMore | None:
+        """Count ``text`` (the segment, or a prefix of it) from where counting stopped.
+
+        Returns the count once ``text`` is counted whole (None if over ``limit``),
+        None as soon as the pieces counted exceed ``limit``, or, for a prefix
+        (``whole=False``), :data:`_NEEDS_MORE` when counting must go past it.
+        """
         count = self._count
         counted, end = self._partial.get(position, (0, 0))
         rate = float(PREFIX_CHARS_PER_TOKEN)
@@ -182,15 +234,48 @@ class ChunkCosts:
             # Enough characters for the tokens still missing, at this text's
             # own rate once known; cut where the pieces' counts must add up.
             target = end + int(rate * (limit + 1 - counted)) + 1
-            cut = safe_split_point(segment, target) if 2 * target < len(segment) + end else None
+            cut = safe_split_point(text, target) if 2 * target < len(text) + end else None
             if cut is None:
-                counted += count(segment[end:])
+                if not whole:
+                    return _NEEDS_MORE
+                counted += count(text[end:])
                 self._tokens[position] = counted
                 self._partial.pop(position, None)
                 return counted if counted <= limit else None
-            tokens = count(segment[end:cut])
+            tokens = count(text[end:cut])
             rate = max(1.0, 1.1 * (cut - end) / max(tokens, 1))
             counted += tokens
             end = cut
             self._partial[position] = (counted, end)
         return None
+
+
+class _NeedsMore:
+    """Counting a prefix must go past its end."""
+
+
+_NEEDS_MORE: Final = _NeedsMore()
+
+LONG_CHUNK_CHARS: Final = 1 << 16
+"""Chunks with more text than this are rendered in part while only a part can fit."""
+
+
+def prefix_chars(limit: int) -> int:
+    """Characters of content to render of a long chunk measured against ``limit`` tokens:
+    enough at one character per token and then some (counting goes on past them if need be)."""
+    return 4 * PREFIX_CHARS_PER_TOKEN * (limit + 1) + 1024
+
+
+def _is_long(chunk: Chunk) -> bool:
+    content = chunk.content
+    return type(content) is str and len(content) > LONG_CHUNK_CHARS
+
+
+class ChunkRendering(Protocol):
+    """What :class:`ChunkCosts` asks of a builder: render a chunk, its role, a prefix."""
+
+    def render(self, chunk: Chunk) -> RenderedChunk: ...
+
+    def role(self, chunk: Chunk) -> Role: ...
+
+    def render_prefix(self, chunk: Chunk, chars: int) -> str | None: ...

@@ -120,7 +120,7 @@ class ContextBuilder:
         if last is not None and last.length > length:
             last = None
         costs = ChunkCosts(
-            cache, items, length, count_key[0], self.render_chunk, tokenizer, count_key, adds_up
+            cache, items, length, count_key[0], _Rendering(self), tokenizer, count_key, adds_up
         )
         candidates = filter_candidates(items, length, opts, state.index_of)  # 1. filter
         units = cache.units_index(state.shared_history, length)
@@ -247,7 +247,7 @@ class ContextBuilder:
     ) -> tuple[ChunkCosts, CountKey]:
         count_key, adds_up = self._count_key(tokenizer)
         costs = ChunkCosts(
-            cache, items, length, count_key[0], self.render_chunk, tokenizer, count_key, adds_up
+            cache, items, length, count_key[0], _Rendering(self), tokenizer, count_key, adds_up
         )
         return costs, count_key
 
@@ -340,3 +340,23 @@ def create_builder(
     for renderer in renderers:
         builder.register_renderer(renderer)
     return builder
+
+
+class _Rendering:
+    """A builder's rendering, as its chunk costs use it (see :class:`ChunkRendering`)."""
+
+    __slots__ = ("_builder",)
+
+    def __init__(self, builder: ContextBuilder) -> None:
+        self._builder = builder
+
+    def render(self, chunk: Chunk) -> RenderedChunk:
+        return self._builder.render_chunk(chunk)
+
+    def role(self, chunk: Chunk) -> Role:
+        return self._builder.registry.role(chunk)
+
+    def render_prefix(self, chunk: Chunk, chars: int) -> str | None:
+        with content_mode(self._builder.content):
+            text = self._builder.registry.render_prefix(chunk, chars)
+        return None if text is None else sanitize(text)

@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 import attrs
 
 from memctx._chunk import Chunk, ChunkType, Role
-from memctx.xml import AttributeValue, render_element
+from memctx.xml import AttributeValue, render_element, render_element_prefix
 
 _CHUNK_FIELDS = frozenset({"id", "action", "subtype", "role", "priority", "type"})
 
@@ -93,6 +93,12 @@ class DeclaredRenderer:
         element, getters = self._compiled[self._key(chunk)]
         attributes: list[tuple[str, AttributeValue]] = [(n, get(chunk)) for n, get in getters]
         return render_element(element.tag, attributes, chunk.text)
+
+    def render_prefix(self, chunk: Chunk, chars: int) -> str:
+        """A prefix of :meth:`render` covering the first ``chars`` characters of the content."""
+        element, getters = self._compiled[self._key(chunk)]
+        attributes: list[tuple[str, AttributeValue]] = [(n, get(chunk)) for n, get in getters]
+        return render_element_prefix(element.tag, attributes, chunk.text, chars)
 
     @property
     def cache_key(self) -> Hashable:

@@ -8,7 +8,7 @@ from collections.abc import Hashable, Iterable
 from memctx._chunk import Chunk, Role
 from memctx._exceptions import RendererError
 from memctx.typing import ChunkRenderer
-from memctx.xml import render_element
+from memctx.xml import AttributeValue, render_element, render_element_prefix
 
 _PLAIN_VALUES = (str, int, float, bool, type(None))
 
@@ -50,17 +50,21 @@ class GenericRenderer:
         return chunk.role or "user"
 
     def render(self, chunk: Chunk) -> str:
-        return render_element(
-            self.tag,
-            [
-                ("id", chunk.id),
-                ("type", chunk.type.value),
-                ("role", chunk.role),
-                ("action", chunk.action),
-                ("subtype", chunk.subtype),
-            ],
-            chunk.text,
-        )
+        return render_element(self.tag, self._attributes(chunk), chunk.text)
+
+    def render_prefix(self, chunk: Chunk, chars: int) -> str:
+        """A prefix of :meth:`render` covering the first ``chars`` characters of the content."""
+        return render_element_prefix(self.tag, self._attributes(chunk), chunk.text, chars)
+
+    @staticmethod
+    def _attributes(chunk: Chunk) -> list[tuple[str, AttributeValue]]:
+        return [
+            ("id", chunk.id),
+            ("type", chunk.type.value),
+            ("role", chunk.role),
+            ("action", chunk.action),
+            ("subtype", chunk.subtype),
+        ]
 
     def __repr__(self) -> str:
         return "GenericRenderer()"
@@ -129,9 +133,38 @@ class RendererRegistry:
     def render(self, chunk: Chunk) -> tuple[Role, str]:
         """Return ``(role, xml)`` for ``chunk``, checking what the renderer returns."""
         renderer = self.resolve(chunk)
+        role = self._role(renderer, chunk)
+        try:
+            text = renderer.render(chunk)
+        except Exception as exc:
+            raise RendererError(
+                f"{type(renderer).__name__} failed on chunk {chunk.id!r}: {exc}"
+            ) from exc
+        return role, _checked_text(text, renderer, chunk, "render")
+
+    def role(self, chunk: Chunk) -> Role:
+        """Return the role ``chunk`` is rendered with, without rendering it."""
+        return self._role(self.resolve(chunk), chunk)
+
+    def render_prefix(self, chunk: Chunk, chars: int) -> str | None:
+        """A prefix of ``render(chunk)``'s XML covering the first ``chars`` characters of the
+        content, when the renderer can make one (a ``render_prefix`` method); else None."""
+        renderer = self.resolve(chunk)
+        method = getattr(renderer, "render_prefix", None)
+        if method is None:
+            return None
+        try:
+            text = method(chunk, chars)
+        except Exception as exc:
+            raise RendererError(
+                f"{type(renderer).__name__}.render_prefix failed on chunk {chunk.id!r}: {exc}"
+            ) from exc
+        return _checked_text(text, renderer, chunk, "render_prefix")
+
+    @staticmethod
+    def _role(renderer: ChunkRenderer, chunk: Chunk) -> Role:
         try:
             role = renderer.get_role(chunk)
-            text = renderer.render(chunk)
         except Exception as exc:
             raise RendererError(
                 f"{type(renderer).__name__} failed on chunk {chunk.id!r}: {exc}"
@@ -141,12 +174,16 @@ class RendererRegistry:
                 f"{type(renderer).__name__}.get_role returned {role!r} for chunk "
                 f"{chunk.id!r}; expected 'system', 'user' or 'assistant'"
             )
-        if not isinstance(text, str):
-            raise RendererError(
-                f"{type(renderer).__name__}.render returned {type(text).__name__} "
-                f"for chunk {chunk.id!r}; expected str"
-            )
-        return role, text
+        return role
+
+
+def _checked_text(text: object, renderer: ChunkRenderer, chunk: Chunk, method: str) -> str:
+    if not isinstance(text, str):
+        raise RendererError(
+            f"{type(renderer).__name__}.{method} returned {type(text).__name__} "
+            f"for chunk {chunk.id!r}; expected str"
+        )
+    return text
 
 
 def _check_renderer(renderer: object, what: str) -> ChunkRenderer:

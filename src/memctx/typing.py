@@ -34,6 +34,13 @@ class ChunkRenderer(Protocol):
     the store share cached renderings and token counts only between
     renderers with equal keys. Without it, the key is the class name and the
     instance's attributes (see :func:`memctx.renderer_cache_key`).
+
+    And it may define ``render_prefix(chunk, chars) -> str``: a prefix of
+    ``render(chunk)`` that covers at least the first ``chars`` characters of
+    the content (see :func:`memctx.xml.render_element_prefix`). A build then
+    measures a chunk of more than 65,536 characters against the room left by
+    rendering only that prefix, so a huge chunk that cannot fit costs what
+    the budget needs. The built-in renderers define it.
     """
 
     def can_render(self, chunk: Chunk) -> bool:

@@ -54,6 +54,7 @@ __all__ = [
     "count_forbidden",
     "parse_element",
     "render_element",
+    "render_element_prefix",
     "sanitize",
 ]
 
@@ -282,6 +283,45 @@ def _render_cdata(tag: str, present: Sequence[tuple[str, AttributeValue]], conte
     safe = SafeXml(empty[: -len(end)] + _cdata_content(content) + end)
     safe.replaced = empty.replaced + replaced
     return safe
+
+
+def render_element_prefix(
+    tag: str,
+    attributes: Iterable[tuple[str, AttributeValue]],
+    content: str,
+    chars: int,
+    *,
+    mode: XmlContentMode | None = None,
+) -> str:
+    """The start of ``render_element(tag, attributes, content)``, without rendering it all.
+
+    The result is a prefix of what :func:`render_element` returns for the
+    same arguments: the start tag, the newline, and the rendering of at
+    least the first ``chars`` characters of ``content`` (all of the element
+    when ``content`` is no longer). Its cost follows ``chars``, not the
+    length of ``content``: a build counting a huge chunk against a small
+    limit reads only what the limit needs.
+    """
+    present = [(name, value) for name, value in attributes if value is not None]
+    if chars >= len(content):
+        return render_element(tag, present, content, mode=mode)
+    chosen = check_content_mode(mode) if mode is not None else _MODE.get()
+    empty = render_element(tag, present, "", mode="escape")
+    start = empty[: -len(f"\n</{tag}>")]
+    head = sanitize(content[:chars])  # forbidden characters are replaced one for one
+    if chosen == "escape":
+        return start + _escape_text(head)
+    # As _cdata_content, for the pieces (between carriage returns) the head holds:
+    # the last one is cut, and whether it is a CDATA section depends on all of it.
+    pieces = head.split("\r")
+    last = pieces.pop()
+    end = content.find("\r", chars)
+    end = len(content) if end == -1 else end
+    begin = chars - len(last)
+    special = any(content.find(c, begin, end) != -1 for c in "<>&")
+    rendered = [_cdata_piece(piece) for piece in pieces]
+    rendered.append("<![CDATA[" + last.replace("]]>", "]]]]><![CDATA[>") if special else last)
+    return start + "&#13;".join(rendered)
 
 
 _STRICT_PARSER: Final = etree.XMLParser(
