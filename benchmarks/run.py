@@ -34,6 +34,7 @@ from benchmarks.cases import (
     run_build_case,
     run_langchain,
 )
+from benchmarks.huge_chunk import HugeChunkResult, huge_chunk_section, run_huge_chunk
 from benchmarks.store_bench import StoreResult, run_store_benchmark
 from benchmarks.timing import measure
 from benchmarks.workloads import (
@@ -115,6 +116,7 @@ class Suite:
         self.memory: list[MemoryCase] = []
         self.stats: list[report.WorkloadStats] = []
         self.store: StoreResult | None = None
+        self.huge: HugeChunkResult | None = None
         self.langchain_missing = peers.langchain_available() if plan.langchain else "--no-langchain"
         if self.langchain_missing is not None and plan.langchain:
             log(f"LangChain not run: {self.langchain_missing}")
@@ -123,6 +125,8 @@ class Suite:
     def run(self) -> None:
         for workload in load_trajectories():
             self.workload(workload)
+        log("one huge tool output in gen 100, 8k")
+        self.huge = run_huge_chunk(self.builder, self.corpus, repeats=5)
         for size in self.plan.sizes:
             log(f"generating {size:,} chunks")
             workload = Workload(size_name(size), "generated", generate(size, self.corpus))
@@ -278,6 +282,10 @@ def render(suite: Suite, started: float) -> str:
         "## Store: SQLite, memctx.store against plain sqlite3",
         "",
         *report.store_section(suite.store),
+        "",
+        "## One huge chunk that cannot fit",
+        "",
+        *huge_chunk_section(suite.huge),
         "",
         "## Workloads",
         "",

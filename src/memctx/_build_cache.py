@@ -21,8 +21,32 @@ from memctx._state import SharedHistory
 from memctx._units import UnitsIndex
 from memctx.typing import Tokenizer
 
-ChainKey = Hashable
-"""Names a renderer chain: the cache keys of its renderers, in order."""
+
+class HashedKey:
+    """A hashable key with its hash worked out once (a renderer chain's key is a deep tuple)."""
+
+    __slots__ = ("_hash", "key")
+
+    def __init__(self, key: Hashable) -> None:
+        self.key = key
+        self._hash = hash(key)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, HashedKey):
+            return NotImplemented
+        return self._hash == other._hash and self.key == other.key
+
+    def __repr__(self) -> str:
+        return f"HashedKey({self.key!r})"
+
+
+ChainKey = HashedKey
+"""Names a renderer chain: the cache keys of its renderers, in order, hashed once."""
 CountKey = tuple[ChainKey, Hashable]
 """A renderer chain's key and a tokenizer's ``cache_key``."""
 

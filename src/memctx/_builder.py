@@ -8,7 +8,14 @@ import warnings
 from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
 
-from memctx._build_cache import BuildCaches, ChunkCosts, CountKey, HistoryCache, LastBuild
+from memctx._build_cache import (
+    BuildCaches,
+    ChunkCosts,
+    CountKey,
+    HashedKey,
+    HistoryCache,
+    LastBuild,
+)
 from memctx._chunk import Chunk, Role
 from memctx._compressed_build import build_compressed
 from memctx._cost import Overheads, cost_model, message_overheads, pinned_cost, prompt_segment
@@ -69,7 +76,9 @@ class ContextBuilder:
         self._caches = BuildCaches()
         self._lock = threading.Lock()
         self._chain_key: tuple[Hashable, ...] = ()
+        self._hashed_chain_key = HashedKey(())
         self._chain_generation = -1
+        self._parsed_options: dict[tuple[Any, ...], BuildOptions] = {}
         self._overheads: dict[Hashable, Overheads] = {}
 
     def register_renderer(self, renderer: ChunkRenderer) -> None:
@@ -96,7 +105,7 @@ class ContextBuilder:
         """
         if compressors is not None or compress_to_fit is not None:
             return build_compressed(self, state, max_tokens, options, compressors, compress_to_fit)
-        opts = parse_build_options(max_tokens, options)
+        opts = self._parse_options(max_tokens, options)
         if not isinstance(state, MemoryState):
             raise BuildOptionError("state", f"must be a MemoryState, got {type(state).__name__}")
         tokenizer = opts.tokenizer or self.tokenizer
@@ -193,6 +202,19 @@ class ContextBuilder:
         cache.remember(key, LastBuild(length, result, memory))
         return result
 
+    def _parse_options(self, max_tokens: int | None, options: dict[str, Any]) -> BuildOptions:
+        """Options parsed once per distinct call of plain values (an agent loop repeats one)."""
+        key = _plain_options_key(max_tokens, options)
+        if key is None:
+            return parse_build_options(max_tokens, options)
+        found = self._parsed_options.get(key)
+        if found is None:
+            found = parse_build_options(max_tokens, options)
+            if len(self._parsed_options) >= _OPTIONS_PARSED_KEPT:
+                self._parsed_options.clear()
+            self._parsed_options[key] = found
+        return found
+
     # -- rendering and counting ------------------------------------------------------------
 
     def render_chunk(self, chunk: Chunk) -> RenderedChunk:
@@ -224,13 +246,18 @@ class ContextBuilder:
     @property
     def chain_key(self) -> tuple[Hashable, ...]:
         """Names the renderer chain and its configuration (see ``ChunkRenderer.cache_key``)."""
+        return self._chain_keys()[0]
+
+    def _chain_keys(self) -> tuple[tuple[Hashable, ...], HashedKey]:
+        """The chain key, and the same wrapped with its hash (a cache key hashed per build)."""
         with self._lock:
             if self._chain_generation != self.registry.generation:
-                self._chain_key = tuple(renderer_cache_key(r) for r in self.registry.renderers)
+                key = tuple(renderer_cache_key(r) for r in self.registry.renderers)
                 if self.content != "escape":  # renderings differ per content mode
-                    self._chain_key += (("content", self.content),)
+                    key += (("content", self.content),)
+                self._chain_key, self._hashed_chain_key = key, HashedKey(key)
                 self._chain_generation = self.registry.generation
-            return self._chain_key
+            return self._chain_key, self._hashed_chain_key
 
     @property
     def renderer_fingerprint(self) -> str:
@@ -240,7 +267,7 @@ class ContextBuilder:
     def _count_key(self, tokenizer: Tokenizer) -> tuple[CountKey, bool]:
         """The key of counts by this renderer chain and ``tokenizer``; whether they add up."""
         tokenizer_key, adds_up = tokenizer_traits(tokenizer)
-        return (self.chain_key, tokenizer_key), adds_up
+        return (self._chain_keys()[1], tokenizer_key), adds_up
 
     def _chunk_costs(
         self, cache: HistoryCache, items: list[Chunk], length: int, tokenizer: Tokenizer
@@ -340,6 +367,23 @@ def create_builder(
     for renderer in renderers:
         builder.register_renderer(renderer)
     return builder
+
+
+_OPTIONS_PARSED_KEPT = 32
+_PLAIN_TYPES = frozenset({int, str, bool, float, type(None)})
+
+
+def _plain_options_key(max_tokens: object, options: dict[str, Any]) -> tuple[Any, ...] | None:
+    """A key for build options made only of plain values (types included: ``1 != True``)."""
+    if type(max_tokens) not in _PLAIN_TYPES:
+        return None
+    key: list[Any] = [max_tokens, type(max_tokens)]
+    for name in sorted(options):
+        value = options[name]
+        if type(value) not in _PLAIN_TYPES:
+            return None
+        key += (name, type(value), value)
+    return tuple(key)
 
 
 class _Rendering:
