@@ -11,7 +11,7 @@ from typing import Any, Final, Literal, TypeAlias, get_args
 import attrs
 
 from memctx._exceptions import InvalidChunkError
-from memctx._json import FrozenDict, NotJSONError, freeze_json
+from memctx._json import FrozenDict, NotJSONError, dumps, freeze_json
 from memctx._limits import MAX_CHUNK_ID_LENGTH, MAX_KIND_LENGTH, PRIORITY_MAX, PRIORITY_MIN
 from memctx._validators import describe, int_in_range, is_bool, non_empty_str, optional
 
@@ -213,8 +213,6 @@ class Chunk:
     @property
     def text(self) -> str:
         """The content as the text that is rendered: strings as is, JSON serialised."""
-        from memctx._json import dumps
-
         content = self.content
         if isinstance(content, str):
             return content

@@ -138,9 +138,12 @@ def thaw_json(value: Any) -> Any:
     return value
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
 def dumps(value: Any) -> str:
     """Serialise a JSON value the way chunk content is rendered: non-ASCII kept as is."""
-    return json.dumps(value, ensure_ascii=False)
+    return _ENCODER.encode(value)
 
 
 class JSONTextError(ValueError):
