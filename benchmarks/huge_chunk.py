@@ -72,8 +72,9 @@ def huge_chunk_section(result: HugeChunkResult | None) -> list[str]:
     ms = 1000
     return [
         "The generated 100-chunk history built cold at 8k, as it is and with one unpinned "
-        f"{SIZE_BYTES / 1e6:.0f} MB tool output inserted before its {NEWER} newest chunks (the walk meets it, "
-        "finds it cannot fit and stops); rendering that output whole, for comparison.",
+        f"{SIZE_BYTES / 1e6:.0f} MB tool output inserted before its {NEWER} newest chunks "
+        "(the walk meets it, finds it cannot fit and stops); rendering that output whole, "
+        "for comparison.",
         "",
         "| case | ms (median) |",
         "|---|---:|",
