@@ -10,6 +10,7 @@ transport: nothing is sent) and meet the rules in ``provider_rules``.
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +19,6 @@ import pytest
 
 from adapter_cases import Case, all_cases, edge_cases, example_cases
 from memctx import BudgetExceededError, EmptyContextError, create_builder, create_tokenizer
-from memctx.adapters import added_turns
 from provider_rules import anthropic_violations, gemini_violations, openai_violations
 from sdk_clients import (
     Recorder,
@@ -113,16 +113,51 @@ def _violations(provider: str, body: dict[str, Any], prefill: bool) -> list[str]
     return gemini_violations(body, prefill=prefill)
 
 
-def run(provider: str, tools: str, chosen: list[Case], *, prefill: bool = False) -> Tally:
+def text_form(provider: str, result: Any) -> list[dict[str, str]] | None:
+    """The request of ``result`` in text mode as chat messages (None: it is refused):
+    what ``token_count`` counts, added turns and a prefill's removed white space included."""
+    try:
+        if provider == "openai":
+            return [dict(m) for m in result.to_openai()]
+        if provider == "anthropic":
+            request = result.to_anthropic()
+            system = (
+                [{"role": "system", "content": request["system"]}] if "system" in request else []
+            )
+            return [*system, *request["messages"]]
+        request = result.to_gemini()
+        instruction = request["config"].get("system_instruction")
+        system = [{"role": "system", "content": instruction}] if instruction else []
+        return [
+            *system,
+            *(
+                {"role": "assistant" if c["role"] == "model" else "user", "content": p["text"]}
+                for c in request["contents"]
+                for p in c["parts"]
+            ),
+        ]
+    except EmptyContextError:
+        return None
+
+
+def run(
+    provider: str,
+    tools: str,
+    chosen: list[Case],
+    *,
+    prefill: bool = False,
+    texts: dict[str, str] | None = None,
+) -> Tally:
     """Build, adapt, send through the SDK and check every case; count what happened."""
     tally = Tally()
     recorder = Recorder()
     send = SENDERS[provider](recorder)
     for case in chosen:
         builder = BUILDERS[case.content]
+        turns = {"prefill": prefill, **(texts or {})} if provider != "openai" else {}
         try:
             result = builder.build(
-                case.state, tokenizer=TOKENIZER, provider=provider, **case.options
+                case.state, tokenizer=TOKENIZER, provider=provider, **turns, **case.options
             )
         except BudgetExceededError:
             tally.over_budget += 1
@@ -134,10 +169,10 @@ def run(provider: str, tools: str, chosen: list[Case], *, prefill: bool = False)
         if result.token_count_exact is not (provider == "openai"):
             problems.append(f"token_count_exact is {result.token_count_exact}")
         roles = [m.role for m in result.messages]
-        added = added_turns(roles, provider, prefill=False) if len(roles) else None
-        extra = [{"role": "user", "content": t} for t in (added.texts if added else ())]
-        if result.token_count != TOKENIZER.count_messages([*result.messages, *extra]):
-            problems.append("token_count is not the count of the messages and added turns")
+        extra = result.added_turns.texts
+        sent = text_form(provider, result)
+        if sent is not None and result.token_count != TOKENIZER.count_messages(sent):
+            problems.append("token_count is not the count of the text request sent")
         try:
             send(result, tools, prefill)
             body = recorder.last
@@ -150,6 +185,8 @@ def run(provider: str, tools: str, chosen: list[Case], *, prefill: bool = False)
             tally.sent += 1
             tally.native_calls += _native_calls(body)
             tally.added_turns += len(extra)
+            if texts and extra and not all(json.dumps(t)[1:-1] in json.dumps(body) for t in extra):
+                problems.append(f"the added turns {extra} were not sent")
             problems += _violations(provider, body, prefill)
         tally.violations += [f"{case.name} ({case.content}): {p}" for p in problems]
     return tally
@@ -179,3 +216,25 @@ def test_prefill_requests_keep_the_final_assistant_turn_and_meet_the_rules(
 
     assert tally.violations == []
     assert tally.sent >= 20
+
+
+CUSTOM_TURNS = {
+    "opening_turn": "What follows is the record of an agent's work so far, oldest first; "
+    "read all of it before answering, since later steps correct earlier ones.",
+    "closing_turn": "Carry on from where the record ends: take the next step, or say "
+    "plainly that the task is finished and why.",
+}
+
+
+@pytest.mark.parametrize("tools", ["text", "native"])
+@pytest.mark.parametrize("provider", ["anthropic", "gemini"])
+def test_custom_turns_given_to_the_build_are_sent_counted_and_kept_within_the_budget(
+    provider: str, tools: str
+) -> None:
+    """Turns of ~30 tokens: every request that adds one still fits its budget, and
+    token_count is the count of the text request the SDK sent."""
+    tally = run(provider, tools, cases(), texts=CUSTOM_TURNS)
+
+    assert tally.violations == []
+    assert tally.sent >= 280
+    assert tally.added_turns >= 50

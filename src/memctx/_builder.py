@@ -147,7 +147,7 @@ class ContextBuilder:
         pinned_body = sorted(p for p in pinned if costs.role(p) != "system")
         pinned_system = sorted(p for p in pinned if costs.role(p) == "system")
         fixed = model.overhead["priming"] + pinned_cost(model, pinned_body, pinned_system)
-        reserved = reserved_turn_tokens(opts.provider, tokenizer)  # turns an adapter adds
+        reserved = reserved_turn_tokens(opts.turn_options, tokenizer)  # turns an adapter adds
         fixed += reserved
         if opts.budget is not None and fixed > opts.budget:
             raise BudgetExceededError(
@@ -178,9 +178,7 @@ class ContextBuilder:
             pinned=pinned,
             units=units,
             reuse=selected.reusable_messages,
-            added_tokens=lambda messages: added_turn_tokens(
-                [m.role for m in messages], opts.provider, tokenizer
-            ),
+            added_tokens=lambda messages: added_turn_tokens(messages, opts.turn_options, tokenizer),
             reserved=reserved,
         )
         result = report(  # 6. report

@@ -138,6 +138,25 @@ _BUILD_OPTIONS = (
         default=None,
         help="Count the turns this provider's adapter adds (anthropic, gemini) in the budget.",
     ),
+    click.option(
+        "--opening-turn",
+        default=None,
+        help="With --provider anthropic|gemini: the user turn added before a leading "
+        "assistant turn (counted) [default: (The conversation so far follows.)].",
+    ),
+    click.option(
+        "--closing-turn",
+        default=None,
+        help="With --provider anthropic|gemini: the user turn added after a final "
+        "assistant turn (counted) [default: Continue.].",
+    ),
+    click.option(
+        "--prefill",
+        is_flag=True,
+        default=False,
+        help="With --provider anthropic|gemini: keep a final assistant turn as the prefill "
+        "(no closing turn).",
+    ),
     format_option(
         "text",
         "json",
@@ -166,6 +185,9 @@ BUILD_OPTION_NAMES = frozenset(
         "pin_newest",
         "pin_pending_calls",
         "provider",
+        "opening_turn",
+        "closing_turn",
+        "prefill",
     }
 )
 

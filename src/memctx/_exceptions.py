@@ -24,6 +24,7 @@ whose meaning it shares, so code that already catches ``ValueError`` or
     ├── TeamMessageError (TypeError)          a team message, speaker or task is malformed
     ├── InspectError (ValueError)             a build report was asked of a mismatched state
     ├── EmptyContextError (ValueError)        a provider request would hold no conversation
+    ├── TurnMismatchError (ValueError)        an adapter got turns the build did not count
     ├── CompressionError (ValueError)         a compressor is misconfigured or broke a rule
     ├── CompactionError (ValueError)          a compaction cannot be done as asked
     └── StoreError                            the persistent store refused an operation
@@ -206,6 +207,25 @@ class EmptyContextError(MemctxError, ValueError):
         self.provider = provider
         self.reason = reason
         super().__init__(f"nothing to send to {provider}: {reason}")
+
+
+class TurnMismatchError(MemctxError, ValueError):
+    """An adapter was given an added turn (or ``prefill``) other than the one the result
+    was built and counted with.
+
+    ``option`` names it (``opening_turn``, ``closing_turn`` or ``prefill``), ``given``
+    is what the adapter got and ``counted`` what the build counted in ``token_count``.
+    """
+
+    def __init__(self, option: str, given: object, counted: object) -> None:
+        self.option = option
+        self.given = given
+        self.counted = counted
+        super().__init__(
+            f"{option}={given!r} differs from the {option}={counted!r} this result was built "
+            f"and counted with: pass {option}={given!r} to the build (with its provider) "
+            "instead, so token_count and the budget include it"
+        )
 
 
 class CompressionError(MemctxError, ValueError):

@@ -9,7 +9,13 @@ import attrs
 
 from memctx._chunk import ChunkType
 from memctx._exceptions import BuildOptionError
-from memctx._provider_turns import PROVIDERS, Provider
+from memctx._provider_turns import (
+    CLOSING_TURN,
+    OPENING_TURN,
+    PROVIDERS,
+    Provider,
+    TurnOptions,
+)
 from memctx._validators import int_in_range, is_bool, is_str, optional
 from memctx.typing import Tokenizer
 from memctx.xml import sanitize
@@ -94,6 +100,14 @@ def _check_provider(instance: object, attribute: attrs.Attribute[Any], value: ob
         )
 
 
+def _check_turn(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise BuildOptionError(attribute.name, f"must be a non-blank string, got {value!r}")
+
+
+_TURN_PROVIDERS: Final = ("anthropic", "gemini")
+
+
 @attrs.frozen(kw_only=True, cache_hash=True)
 class BuildOptions:
     """How to build: the budget, what to include, and how to choose when it does not all fit.
@@ -125,6 +139,13 @@ class BuildOptions:
         provider's adapter adds (see :mod:`memctx.adapters`) and count the
         ones it adds in ``token_count``, which is then not exact (the formula
         is OpenAI's). ``"openai"`` or ``None``: nothing is added.
+    ``opening_turn`` / ``closing_turn`` / ``prefill``
+        With ``provider="anthropic"`` or ``"gemini"``: the texts of the user
+        turns added before a leading and after a final assistant turn
+        (``None``: the adapters' defaults), and whether a final assistant turn
+        is kept as a prefill instead (no closing turn; its trailing white space
+        is not sent). They are counted, and the result's adapters send exactly
+        these turns (:attr:`ContextBuildResult.turn_options`).
     """
 
     max_tokens: int | None = attrs.field(default=None, validator=_positive_or_none)
@@ -142,6 +163,9 @@ class BuildOptions:
     pin_newest: bool = attrs.field(default=True, validator=_bool)
     pin_pending_calls: bool = attrs.field(default=True, validator=_bool)
     provider: Provider | None = attrs.field(default=None, validator=_check_provider)
+    opening_turn: str | None = attrs.field(default=None, validator=_check_turn)
+    closing_turn: str | None = attrs.field(default=None, validator=_check_turn)
+    prefill: bool = attrs.field(default=False, validator=_bool)
 
     def __attrs_post_init__(self) -> None:
         if self.max_tokens is not None and self.reserve_tokens >= self.max_tokens:
@@ -149,6 +173,24 @@ class BuildOptions:
                 "reserve_tokens",
                 f"{self.reserve_tokens} leaves nothing of max_tokens={self.max_tokens}",
             )
+        if self.provider not in _TURN_PROVIDERS:
+            for name in ("opening_turn", "closing_turn", "prefill"):
+                if getattr(self, name):
+                    raise BuildOptionError(
+                        name,
+                        f"has no effect with provider={self.provider!r}: only the anthropic "
+                        "and gemini adapters add turns (build with provider='anthropic' or "
+                        "'gemini')",
+                    )
+
+    @property
+    def turn_options(self) -> TurnOptions | None:
+        """The added turns this build counts (``None``: the provider adds none)."""
+        if self.provider not in _TURN_PROVIDERS:
+            return None
+        return TurnOptions(
+            self.opening_turn or OPENING_TURN, self.closing_turn or CLOSING_TURN, self.prefill
+        )
 
     @property
     def budget(self) -> int | None:

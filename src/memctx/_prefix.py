@@ -56,6 +56,16 @@ def _common_prefix_length(a: str, b: str) -> int:
     return low
 
 
+def shared_messages(messages_a: Sequence[Message], messages_b: Sequence[Message]) -> int:
+    """How many leading messages of ``a`` and ``b`` are identical in role and content."""
+    same = 0
+    for left, right in zip(messages_a, messages_b, strict=False):
+        if _fields(left) != _fields(right):
+            break
+        same += 1
+    return same
+
+
 def shared_prefix_tokens(
     messages_a: Sequence[Message], messages_b: Sequence[Message], tokenizer: Tokenizer
 ) -> int:
@@ -66,11 +76,7 @@ def shared_prefix_tokens(
     comes after the last message, is never shared). Symmetric in ``a`` and ``b``.
     """
     empty = tokenizer.count_messages([])
-    same = 0
-    for left, right in zip(messages_a, messages_b, strict=False):
-        if _fields(left) != _fields(right):
-            break
-        same += 1
+    same = shared_messages(messages_a, messages_b)
     whole = [{"role": r, "content": c} for r, c in map(_fields, messages_a[:same])]
     shared = tokenizer.count_messages(whole) - empty if whole else 0
     if same == min(len(messages_a), len(messages_b)):

@@ -5,20 +5,23 @@ unless the final assistant turn is meant as a prefill, to end with one;
 Gemini's ``generateContent`` is given the same shape. When the built messages
 open or end with an assistant turn, the adapter adds a short user turn there.
 A build told the target (``provider="anthropic"``) keeps room for these
-turns in its budget and counts the ones it adds in ``token_count``; OpenAI's
-chat completions need none.
+turns in its budget and counts the ones it adds in ``token_count``, with the
+texts and ``prefill`` it was given (:class:`TurnOptions`); the result keeps
+those options and its adapters send exactly those turns. OpenAI's chat
+completions need none.
 
-This module imports nothing but the role type, so the build core can use it.
+This module imports nothing but the role and message types, so the build core can use it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Final, Literal, TypeAlias
 
 import attrs
 
 from memctx._chunk import Role
+from memctx._message import ContextMessage
 from memctx.typing import Tokenizer
 
 Provider: TypeAlias = Literal["openai", "anthropic", "gemini"]
@@ -43,6 +46,27 @@ class AddedTurns:
     def texts(self) -> tuple[str, ...]:
         """The added turns' texts, in order."""
         return tuple(t for t in (self.opening, self.closing) if t is not None)
+
+
+@attrs.frozen
+class TurnOptions:
+    """The added-turn settings a build counted: the two texts and whether a final
+    assistant turn is kept as a prefill (then no closing turn is added, and the
+    prefill's trailing white space is not sent)."""
+
+    opening_turn: str = OPENING_TURN
+    closing_turn: str = CLOSING_TURN
+    prefill: bool = False
+
+    def added(self, roles: Iterable[Role]) -> AddedTurns:
+        """The turns added to messages of these ``roles`` (Anthropic's and Gemini's rules)."""
+        return added_turns(
+            roles,
+            "anthropic",
+            prefill=self.prefill,
+            opening_turn=self.opening_turn,
+            closing_turn=self.closing_turn,
+        )
 
 
 def added_turns(
@@ -74,11 +98,11 @@ def added_turns(
     return AddedTurns(opening, closing)
 
 
-def reserved_turns(provider: Provider | None) -> tuple[str, ...]:
-    """The texts a build for ``provider`` keeps room for (the default turns it may add)."""
-    if provider is None or provider == "openai":
+def reserved_turns(turns: TurnOptions | None) -> tuple[str, ...]:
+    """The texts a build with these added-turn options keeps room for (``None``: none)."""
+    if turns is None:
         return ()
-    return (OPENING_TURN, CLOSING_TURN)
+    return (turns.opening_turn,) if turns.prefill else (turns.opening_turn, turns.closing_turn)
 
 
 def turn_tokens(tokenizer: Tokenizer, text: str) -> int:
@@ -87,16 +111,25 @@ def turn_tokens(tokenizer: Tokenizer, text: str) -> int:
     return with_turn - tokenizer.count_messages([])
 
 
-def reserved_turn_tokens(provider: Provider | None, tokenizer: Tokenizer) -> int:
-    """Tokens a build for ``provider`` keeps free for the turns its adapter may add."""
-    return sum(turn_tokens(tokenizer, text) for text in reserved_turns(provider))
+def reserved_turn_tokens(turns: TurnOptions | None, tokenizer: Tokenizer) -> int:
+    """Tokens a build keeps free for the turns its adapter may add."""
+    return sum(turn_tokens(tokenizer, text) for text in reserved_turns(turns))
 
 
 def added_turn_tokens(
-    roles: Iterable[Role], provider: Provider | None, tokenizer: Tokenizer
+    messages: Sequence[ContextMessage], turns: TurnOptions | None, tokenizer: Tokenizer
 ) -> int:
-    """Tokens of the turns ``provider``'s adapter adds to messages of these ``roles``."""
-    if provider is None:
+    """How the adapter's request differs in tokens from ``messages``: the turns it adds,
+    and (``prefill``) the trailing white space it removes from a final assistant turn."""
+    if turns is None:
         return 0
-    turns = added_turns(roles, provider)
-    return sum(turn_tokens(tokenizer, text) for text in turns.texts)
+    added = turns.added(m.role for m in messages)
+    tokens = sum(turn_tokens(tokenizer, text) for text in added.texts)
+    last = messages[-1] if messages else None
+    if turns.prefill and last is not None and last.role == "assistant":
+        stripped = last.content.rstrip()
+        if stripped != last.content:
+            sent = tokenizer.count_messages([{"role": "assistant", "content": stripped}])
+            built = tokenizer.count_messages([{"role": "assistant", "content": last.content}])
+            tokens += sent - built
+    return tokens

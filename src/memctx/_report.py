@@ -8,7 +8,7 @@ from memctx._chunk import Chunk
 from memctx._filter import Candidates
 from memctx._group import Grouped
 from memctx._options import BuildOptions
-from memctx._prefix import shared_prefix_tokens
+from memctx._prefix import shared_messages, shared_prefix_tokens
 from memctx._result import ContextBuildResult, Exclusion, ExclusionReason
 from memctx._segments import RenderedChunk
 from memctx.typing import Tokenizer
@@ -81,6 +81,7 @@ def report(
         count = rendered(position).replaced
         if count:
             replaced[items[position].id] = count
+    shared = None if previous is None else SharedPrefix(previous, grouped, tokenizer)
     return ContextBuildResult(
         messages=grouped.messages,
         token_count=grouped.token_count,
@@ -95,7 +96,10 @@ def report(
         recounted=grouped.recounted,
         included_chunks=included_chunks,
         exclusions_source=ExclusionReport(candidates, frozenset(included), excluded_tokens),
-        prefix_source=None if previous is None else SharedPrefix(previous, grouped, tokenizer),
+        provider=opts.provider,
+        turn_options=opts.turn_options,
+        prefix_source=shared,
+        shared_messages_source=None if shared is None else shared.messages,
     )
 
 
@@ -113,3 +117,7 @@ class SharedPrefix:
 
     def __call__(self) -> int:
         return shared_prefix_tokens(self._previous, self._messages, self._tokenizer)
+
+    def messages(self) -> int:
+        """How many leading messages the two builds share whole."""
+        return shared_messages(self._previous, self._messages)

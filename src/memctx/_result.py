@@ -12,6 +12,7 @@ from memctx._chunk import Chunk
 from memctx._compression_report import CompressionReport
 from memctx._inspect_types import ChunkXml
 from memctx._message import ContextMessage
+from memctx._provider_turns import AddedTurns, TurnOptions
 from memctx._state import MemoryState
 
 
@@ -79,11 +80,20 @@ class ContextBuildResult:
     compression: CompressionReport | None = None
     """What ``compressors`` / ``compress_to_fit`` changed before the budget (None without them);
     the ids above are those of the compressed state."""
+    provider: str | None = None
+    """The ``provider`` the build was told (``None``: none)."""
+    turn_options: TurnOptions | None = None
+    """The added turns the build counted in ``token_count`` (``provider="anthropic"`` or
+    ``"gemini"``); ``to_anthropic()`` and ``to_gemini()`` send exactly these. ``None``:
+    none were counted."""
     _exclusions_source: ExclusionSource | None = attrs.field(
         default=None, repr=False, eq=False, alias="exclusions_source"
     )
     _prefix_source: Callable[[], int] | None = attrs.field(
         default=None, repr=False, eq=False, alias="prefix_source"
+    )
+    _shared_messages_source: Callable[[], int] | None = attrs.field(
+        default=None, repr=False, eq=False, alias="shared_messages_source"
     )
     _lazy: dict[str, Any] = attrs.field(factory=dict, init=False, repr=False, eq=False)
 
@@ -104,6 +114,26 @@ class ContextBuildResult:
             found = self._prefix_source() if self._prefix_source else 0
             self._lazy["prefix"] = found
         return int(found)
+
+    @property
+    def prefix_messages_shared(self) -> int:
+        """How many leading messages (the system message included) are identical, role and
+        content, to the previous build's of the same history with the same options; 0
+        when there was none. ``to_anthropic(cache=True)`` places a cache marker by it."""
+        found = self._lazy.get("prefix_messages")
+        if found is None:
+            source = self._shared_messages_source
+            found = source() if source else 0
+            self._lazy["prefix_messages"] = found
+        return int(found)
+
+    @property
+    def added_turns(self) -> AddedTurns:
+        """The user turns the Anthropic and Gemini adapters add to these messages and
+        ``token_count`` counts (``AddedTurns()`` when the build counted none)."""
+        if self.turn_options is None:
+            return AddedTurns()
+        return self.turn_options.added(m.role for m in self.messages)
 
     @property
     def excluded_chunk_ids(self) -> tuple[str, ...]:

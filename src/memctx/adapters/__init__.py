@@ -21,19 +21,27 @@ names sent. A request with nothing to send raises
 
 Token counts: ``result.token_count`` counts the messages as built (the text
 form). A build with ``provider="anthropic"`` or ``"gemini"`` also counts the
-user turns that adapter adds (:func:`added_turns`, with the default texts).
+user turns that adapter adds, with the texts and ``prefill`` given to the
+build (``opening_turn=``, ``closing_turn=``, ``prefill=``; the result keeps
+them as ``result.turn_options``, and its adapters send exactly those turns --
+a different one given to the adapter raises :class:`~memctx.TurnMismatchError`).
+
+``to_anthropic(cache=True)`` adds ``cache_control`` breakpoints on the stable
+prefix (the system prompt, and the messages the previous request sent or the
+next one will repeat; see the README's "Prompt caching").
 A native request is a different text (no XML around calls and results, the
 provider's own tool format instead) whose size no published formula gives,
 so it is not counted; expect it near the text form's count.
 """
 
-from memctx._exceptions import EmptyContextError
+from memctx._exceptions import EmptyContextError, TurnMismatchError
 from memctx._provider_turns import (
     CLOSING_TURN,
     OPENING_TURN,
     PROVIDERS,
     AddedTurns,
     Provider,
+    TurnOptions,
     added_turns,
 )
 from memctx.adapters._anthropic import DECLARED_TOOL_DESCRIPTION, to_anthropic
@@ -54,6 +62,8 @@ __all__ = [
     "Provider",
     "ToolMapping",
     "ToolMode",
+    "TurnMismatchError",
+    "TurnOptions",
     "added_turns",
     "to_anthropic",
     "to_gemini",

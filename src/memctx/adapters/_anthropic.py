@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from memctx._provider_turns import CLOSING_TURN, OPENING_TURN, added_turns
+from memctx.adapters._cache import MAX_BREAKPOINTS, ephemeral, mark_message, marks_in, message_marks
 from memctx.adapters._conversation import (
     Call,
     Part,
@@ -15,6 +15,7 @@ from memctx.adapters._conversation import (
     Turn,
     conversation,
 )
+from memctx.adapters._turns import turn_options
 
 DECLARED_TOOL_DESCRIPTION: Final = (
     "A tool called earlier in this conversation (declared by memctx so that the "
@@ -26,10 +27,11 @@ def to_anthropic(
     source: Source,
     *,
     tools: ToolMode = "text",
-    prefill: bool = False,
-    opening_turn: str = OPENING_TURN,
-    closing_turn: str = CLOSING_TURN,
+    prefill: bool | None = None,
+    opening_turn: str | None = None,
+    closing_turn: str | None = None,
     tool_definitions: Sequence[Mapping[str, Any]] = (),
+    cache: bool = False,
 ) -> dict[str, Any]:
     """The ``system``, ``messages`` (and, for native calls, ``tools``) arguments.
 
@@ -44,15 +46,26 @@ def to_anthropic(
     ``tool_definitions`` plus a minimal definition (any object as input) for
     each other tool the history calls. Raises
     :class:`~memctx.EmptyContextError` when there is no user or assistant turn.
+
+    The added turns: a result built with ``provider="anthropic"`` (or
+    ``"gemini"``) counted its ``turn_options`` in ``token_count``; those are
+    sent, and an ``opening_turn``, ``closing_turn`` or ``prefill`` given here
+    that differs raises :class:`~memctx.TurnMismatchError` -- pass it to the
+    build instead. Otherwise (no provider, or messages given) the turns given
+    here are added, uncounted (defaults: :data:`OPENING_TURN`,
+    :data:`CLOSING_TURN`, no prefill).
+
+    ``cache=True`` marks the stable prefix with ``cache_control`` breakpoints
+    (at most four with those in ``tool_definitions``): the system prompt
+    (``system`` is then a list of one text block) and the messages that the
+    previous request sent or the next one will repeat; the rule is in
+    :mod:`memctx.adapters._cache` and the README.
     """
     talk = conversation(source, tools, "Anthropic")
-    added = added_turns(
-        (t.role for t in talk.turns),
-        "anthropic",
-        prefill=prefill,
-        opening_turn=opening_turn,
-        closing_turn=closing_turn,
+    options = turn_options(
+        source, opening_turn=opening_turn, closing_turn=closing_turn, prefill=prefill
     )
+    added = options.added(t.role for t in talk.turns)
     messages: list[dict[str, Any]] = []
     if added.opening is not None:
         messages.append({"role": "user", "content": added.opening})
@@ -61,9 +74,19 @@ def to_anthropic(
         messages.append({"role": "user", "content": added.closing})
     elif messages[-1]["role"] == "assistant":
         _strip_final(messages[-1])
+    room = MAX_BREAKPOINTS - marks_in(tool_definitions)
     request: dict[str, Any] = {"messages": messages}
     if talk.system.strip():
         request["system"] = talk.system
+        if cache and room > 0:
+            request["system"] = [
+                {"type": "text", "text": talk.system, "cache_control": ephemeral()}
+            ]
+            room -= 1
+    if cache:
+        offset = 1 if added.opening is not None else 0
+        for index in message_marks(source, talk, tools, room):
+            mark_message(messages[offset + index])
     used = list(dict.fromkeys(p.name for t in talk.turns for p in t.parts if isinstance(p, Call)))
     if used:
         defined = [dict(d) for d in tool_definitions]

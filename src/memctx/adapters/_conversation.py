@@ -30,6 +30,7 @@ import attrs
 from memctx._chunk import Chunk, ChunkType, Role
 from memctx._exceptions import EmptyContextError
 from memctx._message import ContextMessage
+from memctx._provider_turns import TurnOptions
 from memctx.adapters._ids import provider_id, provider_name
 from memctx.adapters._segments import split_segments
 from memctx.xml import sanitize
@@ -115,6 +116,15 @@ class BuildResult(Protocol):
 
     @property
     def exclusions(self) -> Mapping[str, Any]: ...
+
+    @property
+    def strategy(self) -> str: ...
+
+    @property
+    def turn_options(self) -> TurnOptions | None: ...
+
+    @property
+    def prefix_messages_shared(self) -> int: ...
 
 
 Source: TypeAlias = BuildResult | Sequence[ContextMessage]

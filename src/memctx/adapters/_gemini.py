@@ -5,17 +5,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from memctx._provider_turns import CLOSING_TURN, OPENING_TURN, added_turns
 from memctx.adapters._conversation import Call, Part, Source, Text, ToolMode, conversation
+from memctx.adapters._turns import turn_options
 
 
 def to_gemini(
     source: Source,
     *,
     tools: ToolMode = "text",
-    prefill: bool = False,
-    opening_turn: str = OPENING_TURN,
-    closing_turn: str = CLOSING_TURN,
+    prefill: bool | None = None,
+    opening_turn: str | None = None,
+    closing_turn: str | None = None,
     config: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Exactly the keyword arguments ``generate_content`` takes besides ``model``.
@@ -28,15 +28,16 @@ def to_gemini(
     ``function_call`` / ``function_response`` parts (the response is
     ``{"output": text}``, or ``{"error": text}`` for a failed call). Raises
     :class:`~memctx.EmptyContextError` when there is no user or model turn.
+    The added turns follow the same rule as :func:`to_anthropic`'s: a result
+    built with ``provider="gemini"`` (or ``"anthropic"``) sends the turns it
+    counted, and a different ``opening_turn``, ``closing_turn`` or
+    ``prefill`` given here raises :class:`~memctx.TurnMismatchError`.
     """
     talk = conversation(source, tools, "Gemini")
-    added = added_turns(
-        (t.role for t in talk.turns),
-        "gemini",
-        prefill=prefill,
-        opening_turn=opening_turn,
-        closing_turn=closing_turn,
+    options = turn_options(
+        source, opening_turn=opening_turn, closing_turn=closing_turn, prefill=prefill
     )
+    added = options.added(t.role for t in talk.turns)
     contents: list[dict[str, Any]] = []
     if added.opening is not None:
         contents.append({"role": "user", "parts": [{"text": added.opening}]})
