@@ -66,16 +66,50 @@ def openai_violations(body: dict[str, Any]) -> list[str]:
     return out
 
 
+MAX_CACHE_BREAKPOINTS: Final = 4
+
+
+def _cache_violations(body: dict[str, Any]) -> list[str]:
+    """Prompt caching: at most four ``cache_control`` breakpoints in tools, system and
+    messages together; each ``{"type": "ephemeral"}`` (a ``ttl`` of 5m or 1h allowed);
+    never on a blank text block."""
+    out: list[str] = []
+    system = body.get("system")
+    blocks = [*body.get("tools", []), *(system if isinstance(system, list) else [])]
+    for message in body.get("messages", []):
+        if isinstance(message["content"], list):
+            blocks += message["content"]
+    marked = [b for b in blocks if "cache_control" in b]
+    if len(marked) > MAX_CACHE_BREAKPOINTS:
+        out.append(f"{len(marked)} cache_control breakpoints (at most 4)")
+    for block in marked:
+        control = block["cache_control"]
+        if control.get("type") != "ephemeral" or set(control) - {"type", "ttl"}:
+            out.append(f"cache_control {control!r} is not ephemeral")
+        if control.get("ttl", "5m") not in ("5m", "1h"):
+            out.append(f"cache_control ttl {control['ttl']!r}")
+        if block.get("type") == "text" and _blank(block.get("text")):
+            out.append("cache_control on a blank text block")
+    return out
+
+
+def _system_blank(system: Any) -> bool:
+    if isinstance(system, list):  # text blocks
+        return all(b.get("type") == "text" and _blank(b.get("text")) for b in system)
+    return _blank(system)
+
+
 def anthropic_violations(body: dict[str, Any], *, prefill: bool = False) -> list[str]:
     """Messages API: user first; user last unless prefilling, and a prefill never ends in
-    white space; roles alternate; no empty or white-space text; ``system`` top level;
-    every ``tool_use`` answered by a ``tool_result`` in the next (user) turn, results
-    first in that turn; valid ids and names; tools defined for every ``tool_use``."""
-    out: list[str] = []
+    white space; roles alternate; no empty or white-space text; ``system`` top level (a
+    string or text blocks); every ``tool_use`` answered by a ``tool_result`` in the next
+    (user) turn, results first in that turn; valid ids and names; tools defined for every
+    ``tool_use``; the prompt-caching rules of ``_cache_violations``."""
     messages = body.get("messages")
     if not messages:
         return ["messages is empty"]
-    if "system" in body and _blank(body["system"]):
+    out = _cache_violations(body)
+    if "system" in body and _system_blank(body["system"]):
         out.append("system is blank")
     if messages[0]["role"] != "user":
         out.append("the first message is not a user turn")

@@ -86,6 +86,9 @@ ANTHROPIC_MESSAGES: TypeAdapter[Any] = TypeAdapter(
     list[anthropic.types.MessageParam], config=_STRICT
 )
 ANTHROPIC_TOOLS: TypeAdapter[Any] = TypeAdapter(list[anthropic.types.ToolParam], config=_STRICT)
+ANTHROPIC_SYSTEM: TypeAdapter[Any] = TypeAdapter(
+    list[anthropic.types.TextBlockParam], config=_STRICT
+)
 
 
 def consumed(value: Any) -> Any:
@@ -110,8 +113,8 @@ def check_anthropic_types(request: Mapping[str, Any]) -> None:
     consumed(ANTHROPIC_MESSAGES.validate_python(request["messages"]))
     if "tools" in request:
         consumed(ANTHROPIC_TOOLS.validate_python(request["tools"]))
-    if "system" in request:
-        assert isinstance(request["system"], str)
+    if "system" in request and not isinstance(request["system"], str):
+        consumed(ANTHROPIC_SYSTEM.validate_python(request["system"]))
 
 
 def check_gemini_types(request: Mapping[str, Any]) -> None:

@@ -43,6 +43,7 @@ class Tally:
     over_budget: int = 0
     native_calls: int = 0
     added_turns: int = 0
+    cache_marks: int = 0
     violations: list[str] = attrs.field(factory=list)
 
 
@@ -51,13 +52,13 @@ def cases() -> list[Case]:
     return all_cases()
 
 
-Sender = Callable[[Any, str, bool], None]
+Sender = Callable[[Any, str, bool, bool], None]
 
 
 def _openai_sender(recorder: Recorder) -> Sender:
     client = openai_client(recorder)
 
-    def send(result: Any, tools: str, prefill: bool) -> None:
+    def send(result: Any, tools: str, prefill: bool, cache: bool) -> None:
         messages = result.to_openai(tools=tools)
         check_openai_types(messages)
         client.chat.completions.create(model="gpt-4o", messages=messages)
@@ -68,8 +69,8 @@ def _openai_sender(recorder: Recorder) -> Sender:
 def _anthropic_sender(recorder: Recorder) -> Sender:
     client = anthropic_client(recorder)
 
-    def send(result: Any, tools: str, prefill: bool) -> None:
-        request = result.to_anthropic(tools=tools, prefill=prefill)
+    def send(result: Any, tools: str, prefill: bool, cache: bool) -> None:
+        request = result.to_anthropic(tools=tools, prefill=prefill, cache=cache)
         check_anthropic_types(request)
         client.messages.create(model="claude-sonnet-5", max_tokens=1024, **request)
 
@@ -79,7 +80,7 @@ def _anthropic_sender(recorder: Recorder) -> Sender:
 def _gemini_sender(recorder: Recorder) -> Sender:
     client = gemini_client(recorder)
 
-    def send(result: Any, tools: str, prefill: bool) -> None:
+    def send(result: Any, tools: str, prefill: bool, cache: bool) -> None:
         request = result.to_gemini(tools=tools, prefill=prefill)
         check_gemini_types(request)
         client.models.generate_content(model="gemini-2.5-flash", **request)
@@ -147,6 +148,7 @@ def run(
     *,
     prefill: bool = False,
     texts: dict[str, str] | None = None,
+    cache: bool = False,
 ) -> Tally:
     """Build, adapt, send through the SDK and check every case; count what happened."""
     tally = Tally()
@@ -174,7 +176,7 @@ def run(
         if sent is not None and result.token_count != TOKENIZER.count_messages(sent):
             problems.append("token_count is not the count of the text request sent")
         try:
-            send(result, tools, prefill)
+            send(result, tools, prefill, cache)
             body = recorder.last
         except EmptyContextError as exc:
             tally.empty += 1
@@ -185,6 +187,7 @@ def run(
             tally.sent += 1
             tally.native_calls += _native_calls(body)
             tally.added_turns += len(extra)
+            tally.cache_marks += json.dumps(body).count('"cache_control"')
             if texts and extra and not all(json.dumps(t)[1:-1] in json.dumps(body) for t in extra):
                 problems.append(f"the added turns {extra} were not sent")
             problems += _violations(provider, body, prefill)
@@ -238,3 +241,14 @@ def test_custom_turns_given_to_the_build_are_sent_counted_and_kept_within_the_bu
     assert tally.violations == []
     assert tally.sent >= 280
     assert tally.added_turns >= 50
+
+
+@pytest.mark.parametrize("tools", ["text", "native"])
+def test_requests_with_cache_marks_are_accepted_and_meet_the_rules(tools: str) -> None:
+    """to_anthropic(cache=True) on every case: the SDK takes the marked system and blocks,
+    and the rules (at most four breakpoints among them) hold."""
+    tally = run("anthropic", tools, cases(), cache=True)
+
+    assert tally.violations == []
+    assert tally.sent >= 280
+    assert tally.cache_marks >= tally.sent  # the system, and messages of longer builds

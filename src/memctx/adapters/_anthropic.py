@@ -74,19 +74,7 @@ def to_anthropic(
         messages.append({"role": "user", "content": added.closing})
     elif messages[-1]["role"] == "assistant":
         _strip_final(messages[-1])
-    room = MAX_BREAKPOINTS - marks_in(tool_definitions)
     request: dict[str, Any] = {"messages": messages}
-    if talk.system.strip():
-        request["system"] = talk.system
-        if cache and room > 0:
-            request["system"] = [
-                {"type": "text", "text": talk.system, "cache_control": ephemeral()}
-            ]
-            room -= 1
-    if cache:
-        offset = 1 if added.opening is not None else 0
-        for index in message_marks(source, talk, tools, room):
-            mark_message(messages[offset + index])
     used = list(dict.fromkeys(p.name for t in talk.turns for p in t.parts if isinstance(p, Call)))
     if used:
         defined = [dict(d) for d in tool_definitions]
@@ -101,6 +89,18 @@ def to_anthropic(
             if name not in names
         ]
         request["tools"] = defined
+    room = MAX_BREAKPOINTS - marks_in(request.get("tools", ()))
+    if talk.system.strip():
+        request["system"] = talk.system
+        if cache and room > 0:
+            request["system"] = [
+                {"type": "text", "text": talk.system, "cache_control": ephemeral()}
+            ]
+            room -= 1
+    if cache:
+        offset = 1 if added.opening is not None else 0
+        for index in message_marks(source, talk, tools, room):
+            mark_message(messages[offset + index])
     return request
 
 
