@@ -305,11 +305,16 @@ class TestJsonFormat:
         state = tmp_path / "state.json"
         chunk = tmp_path / "chunk.json"
         chunk.write_text(json.dumps({"id": "new", "type": "AGENT", "content": "n"}))
+        anthropic = tmp_path / "anthropic.json"
+        anthropic.write_text(
+            json.dumps({"system": "s", "messages": [{"role": "user", "content": "hi"}]})
+        )
         t = ("thread", "--db", db)
         runs: dict[str, tuple[str, ...]] = {
             "render": ("render", str(EXAMPLE), "--model", "gpt-4o"),
             "build": ("build", str(EXAMPLE)),
             "import-openai": ("import-openai", str(TRANSCRIPT), "-o", str(state)),
+            "import-anthropic": ("import-anthropic", str(anthropic), "-o", str(state)),
             "thread new": (*t, "new", "t"),
             "thread import": (*t, "import", str(EXAMPLE), "--thread-id", "u"),
             "thread append": (*t, "append", "t", "--user", "hi"),

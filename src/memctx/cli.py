@@ -75,6 +75,7 @@ COMMANDS: dict[str, str] = {
     "team": "memctx._cli_team:team",
     "compress": "memctx._cli_compress:compress_command",
     "compact": "memctx._cli_compress:compact_command",
+    "import-anthropic": "memctx._cli_anthropic:import_anthropic",
 }
 
 FILE = click.Path(dir_okay=False, allow_dash=True, path_type=str)

@@ -163,7 +163,9 @@ def test_render_and_build_refuse_every_bad_state_file(
     assert_refused(result)
 
 
-@pytest.mark.parametrize(("command", "content"), _cases(("import-openai",), ("transcript",)))
+@pytest.mark.parametrize(
+    ("command", "content"), _cases(("import-openai", "import-anthropic"), ("transcript",))
+)
 def test_import_openai_refuses_every_bad_transcript_and_writes_nothing(
     tmp_path: Path, command: str, content: object
 ) -> None:
