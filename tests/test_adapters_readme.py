@@ -59,12 +59,14 @@ def recorder(monkeypatch: pytest.MonkeyPatch) -> Recorder:
 def test_the_readme_has_the_history_and_one_example_per_provider() -> None:
     blocks = provider_blocks()
 
-    assert len(blocks) == 4
-    assert ["OpenAI(" in blocks[1], "Anthropic(" in blocks[2], "genai.Client(" in blocks[3]] == [
+    assert len(blocks) == 6
+    assert ["OpenAI(" in blocks[2], "Anthropic(" in blocks[3], "genai.Client(" in blocks[5]] == [
         True,
         True,
         True,
     ]
+    assert "closing_turn=" in blocks[1]  # the turns given to the build
+    assert "cache=True" in blocks[4]  # prompt caching
 
 
 def test_each_provider_example_runs_as_printed_and_sends_a_valid_request(
@@ -74,9 +76,12 @@ def test_each_provider_example_runs_as_printed_and_sends_a_valid_request(
     for code in provider_blocks():
         exec(compile(code, "README.md", "exec"), namespace)
 
-    (openai_url, openai_body), (anthropic_url, anthropic_body), (gemini_url, gemini_body) = (
-        recorder.bodies
-    )
+    (
+        (openai_url, openai_body),
+        (anthropic_url, anthropic_body),
+        (cached_url, cached_body),
+        (gemini_url, gemini_body),
+    ) = recorder.bodies
     assert openai_url.endswith("/chat/completions")
     assert openai_violations(openai_body) == []
     assert anthropic_url.endswith("/v1/messages")
@@ -90,3 +95,11 @@ def test_each_provider_example_runs_as_printed_and_sends_a_valid_request(
         "error": "1 failed: expected 30000, got 51200"
     }
     assert namespace["reply"].text == "ok"
+    # The turn given to the build is the one sent.
+    request = namespace["request"]
+    assert request["messages"][-1]["content"] == "Go on from where the record ends."
+    assert anthropic_violations(request) == []
+    # The cached request marks the system prompt.
+    assert cached_url.endswith("/v1/messages")
+    assert anthropic_violations(cached_body) == []
+    assert cached_body["system"][0]["cache_control"] == {"type": "ephemeral"}
