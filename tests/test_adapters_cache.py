@@ -104,18 +104,26 @@ def same_frame(before: Sent, after: Sent) -> bool:
     ) == after.body.get("system")
 
 
-def write_mark(sent: Sent) -> list[int]:
-    """Where the write mark may go: the end of the message before the newest message of
-    the build (the turns the adapter added are not the build's); in native mode, before
-    the first message holding a call that no included result answers yet, if earlier."""
-    body = sent.body
+def body_ends(body: dict[str, Any]) -> list[int]:
+    """:func:`message_ends` of the build's own messages (not the turns the adapter added)."""
     ends = message_ends(body)
     contents = [m["content"] for m in body["messages"]]
     if contents[-1] == CLOSING_TURN:
         ends = ends[:-1]
     if contents[0] == OPENING_TURN:
         ends = ends[1:]
-    last = len(ends) - 2
+    return ends
+
+
+def new_marks(sent: Sent) -> set[int]:
+    """Where marks on content the previous request did not send may go: the end of the
+    message before the newest (write) and of the newest when it is a user turn; in native
+    mode neither at or after a message holding a call no included result answers yet."""
+    body = sent.body
+    ends = body_ends(body)
+    write, newest = len(ends) - 2, len(ends) - 1
+    if body["messages"][-1]["role"] != "user" or body["messages"][-1]["content"] == CLOSING_TURN:
+        newest = -1
     if sent.tools == "native":
         chunks_ = sent.result.included_chunks
         answered = {c.metadata.call_id for c in chunks_ if c.type.value == "ENVIRONMENT"}
@@ -129,9 +137,16 @@ def write_mark(sent: Sent) -> list[int]:
         body_messages = [m for m in sent.result.messages if m.role != "system"]
         for index, message in enumerate(body_messages):
             if waiting.intersection(message.chunk_ids):
-                last = min(last, index - 1)
+                write, newest = min(write, index - 1), -1
                 break
-    return [ends[last]] if last >= 0 else []
+    return {ends[i] for i in (write, newest) if i >= 0}
+
+
+def grew(before: Sent, now: Sent) -> bool:
+    """Whether chunks appended since ``before`` joined its newest message."""
+    old = [m for m in before.result.messages if m.role != "system"]
+    new = [m for m in now.result.messages if m.role != "system"]
+    return len(new) >= len(old) and new[len(old) - 1] != old[-1]
 
 
 def extends(before: Sent, after: Sent) -> bool:
@@ -160,19 +175,21 @@ def check_run(sent: list[Sent]) -> dict[str, int]:
         before = sent[index - 1]
         same = shared_blocks(before.body, body)
         # Every mark but the write mark lies on what the previous request sent.
-        outside = [m for m in marks if m >= same]
+        outside = {m for m in marks if m >= same}
         if same_frame(before, now):
-            assert outside in ([], write_mark(now))
+            assert outside <= new_marks(now)
         if extends(before, now):
             seen["extending"] += 1
             # What the previous request marked is repeated here ...
             assert all(m < same for m in marked(before.body))
-            # ... so the cache serves all of it up to its last mark.
+            # ... so the cache serves all of it up to its last mark: the whole previous
+            # build when it ended on a user turn, else all but its newest message.
             assert read >= max(marked(before.body)) + 1
-            earlier = message_ends(before.body)[:-1]  # all but the previous newest message
-            if earlier:
+            ends = body_ends(before.body)
+            whole = ends[-1] if before.body["messages"][-1]["role"] == "user" else ends[:-1]
+            if whole:
                 seen["servable"] += 1
-                seen["served_whole"] += read >= earlier[-1] + 1
+                seen["served_whole"] += read >= (whole if isinstance(whole, int) else whole[-1]) + 1
     return seen
 
 
@@ -222,14 +239,16 @@ class TestWhereTheMarksGo:
             assert "cache_control" not in json.dumps(result.to_anthropic(tools="native"))
             assert isinstance(result.to_anthropic().get("system"), str)
 
-    def test_a_first_build_marks_the_message_before_the_newest(self) -> None:
-        items = list(agent_run(3))
-        request = to_anthropic(create_builder().build(MemoryState(items)), cache=True)
+    def test_a_first_build_marks_the_message_before_the_newest_and_a_newest_user_turn(
+        self,
+    ) -> None:
+        ends_on_result = create_builder().build(MemoryState(list(agent_run(3))))
+        ends_on_agent = create_builder().build(MemoryState(list(agent_run(4))))
 
-        contents = [m["content"] for m in request["messages"]]
-        assert [isinstance(c, list) and "cache_control" in c[-1] for c in contents] == [
-            i == len(contents) - 2 for i in range(len(contents))
-        ]
+        for result, newest_marked in ((ends_on_result, True), (ends_on_agent, False)):
+            request = to_anthropic(result, cache=True)
+            ends = body_ends(request)
+            assert marked(request) == [0, ends[-2], *ends[-1:][:newest_marked]]
 
     def test_a_sliding_window_over_budget_marks_only_what_it_repeats(self) -> None:
         """recent over budget drops the oldest chunk every turn: only the system and the
@@ -248,12 +267,13 @@ class TestWhereTheMarksGo:
 
         for result in results[1:]:
             native = {"tools": "native", "cache": True}
-            assert len(marked(to_anthropic(result, **native))) == 3  # system, read, write
-            assert len(marked(to_anthropic(result, **native, tool_definitions=tools[:2]))) == 4
+            assert len(marked(to_anthropic(result, **native))) == 4  # system, read, write, newest
+            with_two = to_anthropic(result, **native, tool_definitions=tools[:2])
+            assert len(marked(with_two)) == 4
             only = to_anthropic(result, **native, tool_definitions=tools)
             assert marked(only) == [0, 1, 2, 3]  # the caller's three, and the system
             text = to_anthropic(result, cache=True, tool_definitions=tools)  # tools not sent
-            assert len(marked(text)) == 3
+            assert len(marked(text)) == 4
 
     def test_a_call_still_waiting_for_its_result_keeps_the_write_mark_before_it(self) -> None:
         """Native mode sends a waiting call as text now and as a tool_use once answered."""
@@ -268,15 +288,16 @@ class TestWhereTheMarksGo:
         native = to_anthropic(result, tools="native", cache=True)
         text = to_anthropic(result, tools="text", cache=True)
 
-        assert message_ends(native).index(marked(native)[-1]) == 2  # before the call's turn
-        assert message_ends(text).index(marked(text)[-1]) == 3  # before the newest
+        ends = message_ends(native)
+        assert marked(native) == [ends[2]]  # before the call's turn, and not the newest
+        assert marked(text) == message_ends(text)[3:]  # before the newest, and the newest
 
-    def test_given_messages_the_marks_are_the_system_and_before_the_newest(self) -> None:
+    def test_given_messages_the_marks_are_the_system_and_the_last_two(self) -> None:
         result = create_builder().build(MemoryState(list(agent_run(2))))
 
         request = to_anthropic(list(result.messages), cache=True)
 
-        assert marked(request) == [0, message_ends(request)[-2]]
+        assert marked(request) == [0, *message_ends(request)[-2:]]
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -328,8 +349,10 @@ def check_run_marks_only(sent: list[Sent]) -> None:
             continue
         before = sent[index - 1]
         same = shared_blocks(before.body, now.body)
-        outside = [m for m in marked(now.body) if m >= same]
+        outside = {m for m in marked(now.body) if m >= same}
         if same_frame(before, now):
-            assert outside in ([], write_mark(now))
+            assert outside <= new_marks(now)
         if extends(before, now) and not _results_changed(before, now):
-            assert all(m < same for m in marked(before.body))
+            # Repeated, but for the newest mark when user-side chunks joined that message.
+            lost = {m for m in marked(before.body) if m >= same}
+            assert lost <= ({body_ends(before.body)[-1]} if grew(before, now) else set())

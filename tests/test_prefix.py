@@ -7,8 +7,15 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memctx import ContextMessage, TiktokenTokenizer, create_tokenizer
-from memctx._prefix import shared_prefix_tokens
+from memctx import (
+    ContextMessage,
+    MemoryState,
+    TiktokenTokenizer,
+    chunks,
+    create_builder,
+    create_tokenizer,
+)
+from memctx._prefix import shared_messages, shared_prefix_tokens
 from memctx._tokens import EstimatingTokenizer
 
 # Stand-ins for the tokens that open a message, separate its role from its content
@@ -121,3 +128,28 @@ class TestSharedPrefixTokens:
             0 <= shared <= min(estimator.count_messages(a), estimator.count_messages(b)) - priming
         )
         assert shared == shared_prefix_tokens(b, a, estimator)
+
+
+class TestSharedMessages:
+    @settings(max_examples=200)
+    @given(a=messages, b=messages)
+    def test_counts_the_leading_messages_equal_in_role_and_content(
+        self, a: list[ContextMessage], b: list[ContextMessage]
+    ) -> None:
+        same = shared_messages(a, b)
+
+        assert a[:same] == b[:same]
+        assert same == min(len(a), len(b)) or a[same] != b[same]
+        assert same == shared_messages(b, a)
+
+    def test_a_result_reports_the_messages_it_shares_with_the_previous_build(self) -> None:
+        gpt4o = create_tokenizer("gpt-4o")
+        builder = create_builder(gpt4o)
+        start = MemoryState([chunks.system("Be brief."), chunks.user("Fix the test.")])
+        first = builder.build(start)
+        state = start.append(chunks.assistant("On it."))  # the same history, grown
+        grown = builder.build(state)
+
+        assert first.prefix_messages_shared == 0  # no previous build
+        assert grown.prefix_messages_shared == 2  # the system message and the task
+        assert builder.build(state, max_tokens=10_000).prefix_messages_shared == 0  # other options

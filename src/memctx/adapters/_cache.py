@@ -20,11 +20,17 @@ then) or that the previous request already wrote. memctx marks:
    appends). In native mode the mark stays before any message holding a call
    still waiting for its result: that call is sent as text now and as a
    ``tool_use`` once answered. Given messages rather than a build result,
-   memctx knows nothing of the next build and marks that message anyway.
+   memctx knows nothing of the next build and marks that message anyway;
+4. *newest*: under the same conditions, the newest message too when it is a
+   user turn: the model's reply opens a new assistant message, so the next
+   request repeats it unless more user-side chunks join it first (then only
+   this mark's write, 0.25x of that message, is lost; rule 3 still holds).
+   Replayed real runs bill about a tenth less with it (``benchmarks.cache_marks``).
 
 A mark goes on the message's last block. Marks the caller's
 ``tool_definitions`` already hold count against the limit of four; when
-there is no room for all, the write mark goes before the read mark.
+there is no room for all, the write mark goes first, then the newest, then
+the read mark.
 """
 
 from __future__ import annotations
@@ -85,13 +91,16 @@ def _first_with_unanswered_call(source: BuildResult) -> int | None:
 def message_marks(source: Source, talk: Conversation, tools: ToolMode, room: int) -> list[int]:
     """Indexes into ``talk.turns`` of the messages to mark (at most ``room``), in order."""
     count = len(talk.turns)
-    write = count - 2 if _next_build_repeats(source) else -1
+    repeats = _next_build_repeats(source)
+    write = count - 2 if repeats else -1
+    newest = count - 1 if repeats and talk.turns[-1].role == "user" else -1
     if tools == "native" and isinstance(source, BuildResult):
         waiting = _first_with_unanswered_call(source)
         if waiting is not None:
             write = min(write, waiting - 1)
+            newest = -1
     read = _shared_turns(source) - 1 if isinstance(source, BuildResult) else -1
-    wanted = [i for i in dict.fromkeys((write, read)) if i >= 0]
+    wanted = [i for i in dict.fromkeys((write, newest, read)) if i >= 0]
     return sorted(wanted[: max(0, room)])
 
 
