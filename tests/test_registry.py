@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -11,6 +11,8 @@ from memctx import (
     Chunk,
     ChunkRenderer,
     ChunkType,
+    DeclaredRenderer,
+    Element,
     GenericRenderer,
     MemoryState,
     RendererError,
@@ -297,3 +299,57 @@ class TestRendererReturningWrongTypes:
 
         with pytest.raises(RendererError):
             builder.build(MemoryState([USER]))
+
+
+class TestResolveByKind:
+    """A registry remembers the renderer per chunk kind only where the kind decides."""
+
+    def test_a_renderer_claiming_by_content_is_asked_for_every_chunk(self) -> None:
+        class ByContent:
+            def can_render(self, chunk: Chunk) -> bool:
+                return chunk.content == "mine"
+
+            def get_role(self, chunk: Chunk) -> Role:
+                return "assistant"
+
+            def render(self, chunk: Chunk) -> str:
+                return render_element("mine", [("id", chunk.id)], chunk.text)
+
+        registry = RendererRegistry()
+        registry.register(ByContent())
+
+        assert registry.render(chunks.user("other"))[1].startswith("<user_message")
+        assert registry.render(chunks.user("mine"))[1].startswith("<mine")
+        assert registry.render(chunks.user("other again"))[1].startswith("<user_message")
+
+    def test_a_declared_subclass_overriding_can_render_is_asked_for_every_chunk(self) -> None:
+        class Picky(DeclaredRenderer):
+            chunk_type = ChunkType.AGENT
+            key_fields = ()
+            elements: ClassVar[dict[Any, Element]] = {(): Element("picky", "user")}
+
+            def can_render(self, chunk: Chunk) -> bool:
+                return super().can_render(chunk) and chunk.text.startswith("!")
+
+        class Pickier(Picky):
+            pass
+
+        registry = RendererRegistry()
+        registry.register(Pickier())
+
+        assert not Pickier.claims_by_kind
+        assert registry.render(chunks.user("plain"))[1].startswith("<user_message")
+        assert registry.render(chunks.user("!bang"))[1].startswith("<picky")
+
+    def test_registering_a_renderer_forgets_what_was_remembered(self) -> None:
+        class Shout(DeclaredRenderer):
+            chunk_type = ChunkType.AGENT
+            key_fields = ()
+            elements: ClassVar[dict[Any, Element]] = {(): Element("shout", "user")}
+
+        registry = RendererRegistry()
+        first = registry.render(chunks.user("hi"))[1]
+        registry.register(Shout())
+
+        assert first.startswith("<user_message")
+        assert registry.render(chunks.user("hi"))[1].startswith("<shout")

@@ -69,8 +69,16 @@ class DeclaredRenderer:
     elements: ClassVar[Mapping[Any, Element]]
     _compiled: ClassVar[dict[Any, tuple[Element, tuple[tuple[str, Getter], ...]]]]
 
+    claims_by_kind: ClassVar[bool] = True
+    """Whether a chunk's type, action and subtype alone decide :meth:`can_render` (a
+    registry then remembers the renderer per kind); False for a subclass that overrides
+    ``can_render`` or keys on other fields."""
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        cls.claims_by_kind = cls.can_render is DeclaredRenderer.can_render and set(
+            cls.key_fields
+        ) <= {"action", "subtype"}
         if "elements" in cls.__dict__ or "key_fields" in cls.__dict__:
             cls._compiled = {
                 key: (element, tuple(_getter(name) for name in element.attributes))

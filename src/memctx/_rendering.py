@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Hashable, Iterable
+from typing import Any, ClassVar
 
 from memctx._chunk import Chunk, Role
 from memctx._exceptions import RendererError
@@ -42,6 +43,12 @@ class GenericRenderer:
     """
 
     tag = "memory_chunk"
+    claims_by_kind: ClassVar[bool] = True
+    """Claims a chunk by its type, action and subtype alone (here: every chunk)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.claims_by_kind = cls.can_render is GenericRenderer.can_render
 
     def can_render(self, chunk: Chunk) -> bool:
         return True
@@ -70,6 +77,8 @@ class GenericRenderer:
         return "GenericRenderer()"
 
 
+_KINDS_KEPT = 1024
+"""Chunk kinds whose renderer a registry remembers."""
 _generations = itertools.count(1)
 
 
@@ -98,11 +107,13 @@ class RendererRegistry:
         )
         self._fallback = fallback if fallback is not None else GenericRenderer()
         self._chain: tuple[ChunkRenderer, ...] = ()
+        self._by_kind: dict[tuple[object, ...], ChunkRenderer] = {}
         self.generation = 0
         self._rebuild()
 
     def _rebuild(self) -> None:
         self._chain = (*reversed(self._user), *self._plugins, self._fallback)
+        self._by_kind = {}
         # A fresh process-wide token: memoised renderings keyed by it can
         # never be confused with those of another registry or configuration.
         self.generation = next(_generations)
@@ -118,8 +129,19 @@ class RendererRegistry:
         return self._chain
 
     def resolve(self, chunk: Chunk) -> ChunkRenderer:
-        """Return the first renderer that claims ``chunk``."""
+        """Return the first renderer that claims ``chunk``.
+
+        When every renderer asked claims by the chunk's kind alone (type,
+        action, subtype: a :class:`DeclaredRenderer` or the fallback), the
+        answer is remembered for that kind.
+        """
+        kind = (chunk.type, chunk.action, chunk.subtype)
+        found = self._by_kind.get(kind)
+        if found is not None:
+            return found
+        by_kind = True
         for renderer in self._chain:
+            by_kind = by_kind and getattr(type(renderer), "claims_by_kind", False) is True
             try:
                 claims = renderer.can_render(chunk)
             except Exception as exc:
@@ -127,6 +149,8 @@ class RendererRegistry:
                     f"{type(renderer).__name__}.can_render failed on chunk {chunk.id!r}: {exc}"
                 ) from exc
             if claims:
+                if by_kind and len(self._by_kind) < _KINDS_KEPT:
+                    self._by_kind[kind] = renderer
                 return renderer
         raise RendererError(f"no renderer claims chunk {chunk.id!r}")  # pragma: no cover
 
