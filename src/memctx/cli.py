@@ -55,6 +55,7 @@ from memctx._cli_support import (
     fail,
     friendly_errors,
     is_broken_pipe,
+    load_state_file,
     note,
     read_input,
     read_json,
@@ -234,31 +235,9 @@ def main() -> None:
 # -- commands ------------------------------------------------------------------------
 
 
-_OPENAI_HINT = (
-    " (this looks like an OpenAI chat transcript: convert it with "
-    "'memctx import-openai {name} -o state.json')"
-)
-
-
 def _load_state(source: str) -> Any:
     """The state in ``source`` (``-``: stdin); errors name the file, with a hint."""
-    from memctx.statefile import state_from_dict
-
-    data = read_json(source)
-    hint = ""
-    if _looks_like_openai_transcript(data):
-        hint = _OPENAI_HINT.format(name=display_name(source) if source != STDIO else "-")
-    with about_file(source, hint):
-        return state_from_dict(data)
-
-
-def _looks_like_openai_transcript(data: Any) -> bool:
-    messages = data.get("messages") if isinstance(data, dict) and "version" not in data else data
-    return (
-        isinstance(messages, list)
-        and bool(messages)
-        and all(isinstance(m, dict) and "role" in m for m in messages)
-    )
+    return load_state_file(source)
 
 
 @main.command()
