@@ -118,6 +118,7 @@ def inspect(
     if state_file == STDIO and compare_file == STDIO:
         fail("STATE_FILE and --compare cannot both be read from stdin ('-')")
     state = load_state_file(state_file)
+    earlier = load_state_file(compare_file) if compare_file is not None else None
     options: dict[str, Any] = build_kwargs(params)
     max_tokens = options.pop("max_tokens")
     builder = create_builder(options["tokenizer"])
@@ -126,7 +127,7 @@ def inspect(
     previous = previous_state = None
     label = ""
     if compare_file is not None or compare_max_tokens is not None:
-        previous_state = load_state_file(compare_file) if compare_file is not None else state
+        previous_state = earlier if earlier is not None else state
         budget = compare_max_tokens if compare_max_tokens is not None else max_tokens
         previous = builder.build(previous_state, max_tokens=budget, **options)
         label = _file_label(compare_file) if compare_file is not None else "this state"
