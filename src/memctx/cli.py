@@ -324,8 +324,9 @@ def import_openai(
 
     TRANSCRIPT may be '-' (stdin); the state goes to -o (stdout by default).
     """
+    from memctx._cli_progress import dumps_json_with_bar
     from memctx.importers import load_openai_transcript
-    from memctx.statefile import dumps_state
+    from memctx.statefile import state_to_dict
 
     if output_format == "json" and output == STDIO:
         raise click.UsageError("--format json prints the report on stdout: give -o FILE")
@@ -336,7 +337,8 @@ def import_openai(
         state, report = load_openai_transcript(
             data, thread_id=thread_id, unknown_roles="error" if strict else "keep"
         )
-    write_output(output, dumps_state(state) + "\n")
+    text = dumps_json_with_bar(state_to_dict(state), f"writing {display_name(output)}")
+    write_output(output, text + "\n")
     _log.info("imported %d chunks from %s", len(state), display_name(transcript))
     if output_format == "json":
         echo_json(
