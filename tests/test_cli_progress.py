@@ -146,7 +146,7 @@ class TestImportExportProgress:
         with MemoryStore.open(big_thread) as store:
             assert len(store.get_current_state("u")) == len(store.get_current_state("w")) == 1500
 
-    def test_import_openai_shows_a_bar_writing_the_state(self, tmp_path: Path) -> None:
+    def test_import_openai_shows_a_bar_converting_then_one_writing(self, tmp_path: Path) -> None:
         transcript = tmp_path / "chat.json"
         transcript.write_text(
             json.dumps([{"role": "user", "content": f"q{i}"} for i in range(2500)])
@@ -158,6 +158,7 @@ class TestImportExportProgress:
         piped = subprocess.run(command, capture_output=True, text=True, check=True)
 
         assert code == 0
+        assert bar_reached_the_end(seen, f"importing {transcript}")
         assert bar_reached_the_end(seen, f"writing {out}")
         written = out.read_text(encoding="utf-8")
         assert written == json.dumps(json.loads(written), ensure_ascii=False, indent=2) + "\n"

@@ -19,7 +19,10 @@ whatever the commands import. Use the shared pieces:
   ``choice`` (case-insensitive);
 - notes with ``note`` (silenced by ``--quiet``), JSON with ``echo_json``, long
   loops in ``progress``, and ``logging.getLogger(__name__)`` in the library
-  (``-v`` shows INFO, ``-vv`` DEBUG).
+  (``-v`` shows INFO, ``-vv`` DEBUG);
+- a library call that takes ``on_progress`` gets ``progress_bar(label)``'s
+  callback, and large JSON is written with ``dumps_json_with_bar``
+  (:mod:`memctx._cli_progress`).
 
 ``-V/--version``, ``-q/--quiet`` and ``-v/--verbose`` belong to ``memctx`` and are
 also accepted after any sub-command name.
@@ -61,7 +64,6 @@ from memctx._cli_support import (
     read_json,
     set_quiet,
     silence_stdout,
-    working,
     write_output,
 )
 from memctx._exceptions import MemctxError
@@ -324,18 +326,20 @@ def import_openai(
 
     TRANSCRIPT may be '-' (stdin); the state goes to -o (stdout by default).
     """
-    from memctx._cli_progress import dumps_json_with_bar
+    from memctx._cli_progress import THRESHOLD, dumps_json_with_bar, progress_bar
     from memctx.importers import load_openai_transcript
     from memctx.statefile import state_to_dict
 
     if output_format == "json" and output == STDIO:
         raise click.UsageError("--format json prints the report on stdout: give -o FILE")
     data = read_json(transcript)
-    messages = data.get("messages") if isinstance(data, dict) else data
-    size = len(messages) if isinstance(messages, list) else 0
-    with about_file(transcript), working(f"importing {display_name(transcript)}", size):
+    label = f"importing {display_name(transcript)}"
+    with about_file(transcript), progress_bar(label, threshold=THRESHOLD // 2) as tell:
         state, report = load_openai_transcript(
-            data, thread_id=thread_id, unknown_roles="error" if strict else "keep"
+            data,
+            thread_id=thread_id,
+            unknown_roles="error" if strict else "keep",
+            on_progress=tell,
         )
     text = dumps_json_with_bar(state_to_dict(state), f"writing {display_name(output)}")
     write_output(output, text + "\n")
