@@ -143,6 +143,16 @@ class TestErrors:
         one_error_line(run("inspect", bad), f"{bad}: not valid JSON")
         one_error_line(run("inspect", EXAMPLE, "--compare", bad), f"{bad}: not valid JSON")
 
+    def test_workflow_role_errors_name_the_role_option(self, chat: tuple[str, ...]) -> None:
+        line = one_error_line(run(*chat, "mode", "s", "workflow"), "--role: no agent plays")
+        assert "role_map" not in line
+
+        line = one_error_line(
+            run(*chat, "mode", "s", "workflow", "--role", "coder=zz"),
+            "--role coder=...: unknown agent 'zz'",
+        )
+        assert "role_map" not in line
+
     def test_an_openai_transcript_given_to_inspect_suggests_import(self, tmp_path: Path) -> None:
         chat_file = tmp_path / "chat.json"
         chat_file.write_text(json.dumps([{"role": "user", "content": "hi"}]))

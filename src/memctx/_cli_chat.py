@@ -9,13 +9,17 @@ as ``memctx thread`` does, and ``--format json`` (the schemas are in each
 
 from __future__ import annotations
 
+import contextlib
+import re
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from memctx._cli_errors import fail, friendly_errors
+from memctx._cli_errors import CliError, fail, friendly_errors
 from memctx._cli_options import choice, format_option
 from memctx._cli_support import STDIO, about_file, echo_json, read_input
+from memctx._exceptions import ChatError
 from memctx.chat._modes import MODES
 from memctx.store._cli_common import db_option, note, open_store, read_json
 
@@ -50,6 +54,23 @@ def _role_map(roles: tuple[str, ...]) -> dict[str, list[str]] | None:
             fail(f"--role: expected NODE=AGENT_ID, got {item!r}")
         role_map.setdefault(node, []).append(agent)
     return role_map
+
+
+_ROLE_MAP = re.compile(r"\brole_map(?:\['([^']*)'\])?")
+
+
+@contextlib.contextmanager
+def _roles_as_typed() -> Iterator[None]:
+    """Errors about the library's ``role_map`` name ``--role`` (``role_map['coder']``:
+    ``--role coder=...``)."""
+    try:
+        yield
+    except ChatError as exc:
+        message = str(exc)
+        if "role_map" not in message:
+            raise
+        named = _ROLE_MAP.sub(lambda m: f"--role {m[1]}=..." if m[1] else "--role", message)
+        raise CliError(named) from exc
 
 
 role_option = click.option(
@@ -117,7 +138,7 @@ def new_session(
     from memctx.chat import ChatSession
 
     agents = _agents_from(agents_file)
-    with open_store() as store:
+    with open_store() as store, _roles_as_typed():
         session = ChatSession.create(
             store, session_id, agents=agents, mode=mode, role_map=_role_map(roles), window=window
         )
@@ -241,7 +262,8 @@ def set_mode(session_id: str, mode: str, roles: tuple[str, ...], output_format: 
 
     with open_store() as store:
         session = ChatSession.open(store, session_id)
-        session.set_mode(mode, role_map=_role_map(roles))
+        with _roles_as_typed():
+            session.set_mode(mode, role_map=_role_map(roles))
         stored = session.settings().to_metadata()
     if output_format == "json":
         keys = ("mode", "mode_state", "role_map")
