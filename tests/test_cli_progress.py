@@ -257,12 +257,13 @@ JSON = st.recursive(
 class TestJsonWithProgress:
     @given(JSON)
     def test_the_text_is_what_json_dumps_writes(self, data: object) -> None:
-        calls = []
+        counted: list[int] = []
 
-        text = dumps_json_counted(data, lambda: calls.append(1))
+        text = dumps_json_counted(data, counted.append)
 
         assert text == json.dumps(data, ensure_ascii=False, indent=2)
-        assert len(calls) == count_items(data)
+        assert sum(counted) == count_items(data)
+        assert all(n > 0 for n in counted)
 
     def test_each_chunk_of_a_state_and_of_a_snapshot_is_counted(self, tmp_path: Path) -> None:
         state = MemoryState([chunks.user(f"m{i}") for i in range(7)], thread_id="t")

@@ -72,19 +72,20 @@ def dumps_json_with_bar(data: Any, label: str) -> str:
     return escape_surrogates(text)
 
 
-def dumps_json_counted(data: Any, on_item: Callable[[], None]) -> str:
-    """``json.dumps(data, ensure_ascii=False, indent=2)``, calling ``on_item()`` once per
-    item of every array held by an object at the top two levels of ``data``.
+def dumps_json_counted(data: Any, on_items: Callable[[int], None]) -> str:
+    """``json.dumps(data, ensure_ascii=False, indent=2)``, calling ``on_items(n)`` as the
+    items of every array held by an object at the top two levels of ``data`` are written
+    (about a hundred times per array, ``n`` items each).
 
     Those arrays (a state's ``chunks``; a snapshot's ``chunks``, ``store.history`` and
     ``store.batches``) are what makes a document large; :func:`count_items` says how
-    many calls to expect.
+    many items the calls add up to.
     """
-    return _encode(data, 0, on_item)
+    return _encode(data, 0, on_items)
 
 
 def count_items(data: Any) -> int:
-    """How many times :func:`dumps_json_counted` calls ``on_item`` for ``data``."""
+    """How many items :func:`dumps_json_counted` counts in ``data``."""
     return _count(data, 0)
 
 
@@ -105,13 +106,16 @@ def _count(value: Any, depth: int) -> int:
     return total
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, indent=2)  # what json.dumps(...) makes per call
+
+
 def _dumps(value: Any, depth: int) -> str:
-    text = json.dumps(value, ensure_ascii=False, indent=2)
+    text = _ENCODER.encode(value)
     # JSON text holds no raw newline inside a string: every newline is layout.
     return text.replace("\n", "\n" + "  " * depth) if depth else text
 
 
-def _encode(value: Any, depth: int, on_item: Callable[[], None]) -> str:
+def _encode(value: Any, depth: int, on_items: Callable[[int], None]) -> str:
     if (
         not isinstance(value, dict)
         or not value
@@ -124,22 +128,28 @@ def _encode(value: Any, depth: int, on_item: Callable[[], None]) -> str:
     for key, item in value.items():
         name = json.dumps(key, ensure_ascii=False)
         if isinstance(item, list):
-            text = _encode_array(item, depth + 1, on_item)
+            text = _encode_array(item, depth + 1, on_items)
         else:
-            text = _encode(item, depth + 1, on_item)
+            text = _encode(item, depth + 1, on_items)
         parts.append(f"{inner}{name}: {text}")
     return "{\n" + ",\n".join(parts) + "\n" + "  " * depth + "}"
 
 
-def _encode_array(items: list[Any], depth: int, on_item: Callable[[], None]) -> str:
+_PARTS = 100  # an array is encoded in this many slices, each one call of the encoder
+
+
+def _encode_array(items: list[Any], depth: int, on_items: Callable[[int], None]) -> str:
     if not items:
         return "[]"
-    inner = "  " * (depth + 1)
+    pad = "  " * depth
+    size = -(-len(items) // _PARTS)
     parts = []
-    for item in items:
-        parts.append(inner + _dumps(item, depth + 1))
-        on_item()
-    return "[\n" + ",\n".join(parts) + "\n" + "  " * depth + "]"
+    for start in range(0, len(items), size):
+        part = items[start : start + size]
+        text = _ENCODER.encode(part)[2:-2]  # the items' lines, without "[\n" and "\n]"
+        parts.append(pad + text.replace("\n", "\n" + pad) if depth else text)
+        on_items(len(part))
+    return "[\n" + ",\n".join(parts) + "\n" + pad + "]"
 
 
 __all__ = ["THRESHOLD", "count_items", "dumps_json_counted", "dumps_json_with_bar", "progress_bar"]
