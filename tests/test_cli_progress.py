@@ -21,6 +21,7 @@ from memctx._cli_progress import count_items, dumps_json_counted, progress_bar
 from memctx._cli_support import progress, set_quiet, working
 from memctx.statefile import save_state
 from memctx.store import MemoryStore
+from strategies import json_values, texts
 
 MEMCTX = [sys.executable, "-m", "memctx"]
 
@@ -123,6 +124,7 @@ class TestImportExportProgress:
         piped = subprocess.run(export, capture_output=True, text=True, check=True)
         assert out.read_text(encoding="utf-8") == piped.stdout
         assert piped.stderr == ""
+        assert bar_reached_the_end(run_with_stderr_on_a_terminal(export)[1], "writing stdout")
 
     def test_import_shows_a_bar(self, big_thread: str, tmp_path: Path) -> None:
         snapshot = tmp_path / "snap.json"
@@ -247,15 +249,18 @@ class TestHelpers:
         assert (terminal.getvalue(), pipe.getvalue()) == ("", "")
 
 
-JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
-    max_leaves=40,
+# Documents shaped like snapshots: objects of objects of arrays, with any JSON inside.
+DOCUMENTS = json_values | st.dictionaries(
+    texts,
+    json_values
+    | st.lists(json_values, max_size=6)
+    | st.dictionaries(texts, json_values | st.lists(json_values, max_size=6), max_size=4),
+    max_size=4,
 )
 
 
 class TestJsonWithProgress:
-    @given(JSON)
+    @given(DOCUMENTS)
     def test_the_text_is_what_json_dumps_writes(self, data: object) -> None:
         counted: list[int] = []
 

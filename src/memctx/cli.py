@@ -341,7 +341,8 @@ def import_openai(
             unknown_roles="error" if strict else "keep",
             on_progress=tell,
         )
-    text = dumps_json_with_bar(state_to_dict(state), f"writing {display_name(output)}")
+    where = "stdout" if output == STDIO else output
+    text = dumps_json_with_bar(state_to_dict(state), f"writing {where}")
     write_output(output, text + "\n")
     _log.info("imported %d chunks from %s", len(state), display_name(transcript))
     if output_format == "json":
@@ -354,7 +355,6 @@ def import_openai(
             }
         )
         return
-    where = "stdout" if output == STDIO else output
     note(f"wrote {len(state)} chunks to {where}")
     for index, role in report.unknown_roles:
         note(f"note: message {index} has role {role!r}; kept as a CUSTOM chunk")

@@ -257,7 +257,8 @@ def export(thread_id: str, output: str) -> None:
     """Print (or write) a snapshot of THREAD_ID: visible chunks, history and batches."""
     with open_store() as store, progress_bar(f"exporting {thread_id}") as tell:
         snapshot = store.export_snapshot(thread_id, on_progress=tell)
-    text = dumps_json_with_bar(snapshot, f"writing {display_name(output)}")
+    where = "stdout" if output == STDIO else output
+    text = dumps_json_with_bar(snapshot, f"writing {where}")
     write_output(output, text + "\n")
     if output != STDIO:
         note(f"wrote {thread_id} to {output}")
