@@ -169,6 +169,25 @@ class TestImportExportProgress:
         assert len(ids[0]) == 2500
         assert piped.stderr == "wrote 2500 chunks to stdout\n"
 
+    def test_import_anthropic_shows_a_bar_writing_the_state(self, tmp_path: Path) -> None:
+        request = tmp_path / "request.json"
+        messages = [
+            {"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(2500)
+        ]
+        request.write_text(json.dumps({"system": "Be brief.", "messages": messages}))
+        out = tmp_path / "state.json"
+        command = [*MEMCTX, "import-anthropic", str(request)]
+
+        code, seen = run_with_stderr_on_a_terminal([*command, "-o", str(out)])
+        piped = subprocess.run(command, capture_output=True, text=True, check=True)
+
+        assert code == 0
+        assert bar_reached_the_end(seen, f"writing {out}")
+        written = out.read_text(encoding="utf-8")
+        assert written == json.dumps(json.loads(written), ensure_ascii=False, indent=2) + "\n"
+        assert len(json.loads(piped.stdout)["chunks"]) == len(json.loads(written)["chunks"])
+        assert piped.stderr.startswith("wrote ")
+
     def test_a_small_export_shows_no_bar(self, tmp_path: Path) -> None:
         db = str(tmp_path / "m.db")
         with MemoryStore.open(db) as store:
