@@ -50,20 +50,12 @@ def build_json(*args: str) -> dict[str, Any]:
     return data
 
 
-# Commands of other modules merged last (chat, team, inspect): not yet brought to these
-# manners (six --format options without help; some print data without --format json).
-NOT_YET_CHECKED = ("memctx chat", "memctx team", "memctx inspect", "memctx thread inspect")
-
-
 def all_commands() -> list[tuple[str, click.Command]]:
-    """Every command, the lazily registered ones and the sub-commands of groups included
-    (but those in NOT_YET_CHECKED)."""
+    """Every command, the lazily registered ones and the sub-commands of groups included."""
     found: list[tuple[str, click.Command]] = []
     ctx = click.Context(main)
 
     def walk(path: str, command: click.Command) -> None:
-        if path.startswith(NOT_YET_CHECKED):
-            return
         found.append((path, command))
         if isinstance(command, click.Group):
             for name in command.list_commands(ctx):
@@ -285,6 +277,10 @@ class TestJsonFormat:
             "memctx thread delete",
             "memctx example",
             "memctx thread export",
+            "memctx team",
+            "memctx team clear",
+            "memctx team export",
+            "memctx chat",
         }
         without = [
             path
@@ -309,7 +305,14 @@ class TestJsonFormat:
         anthropic.write_text(
             json.dumps({"system": "s", "messages": [{"role": "user", "content": "hi"}]})
         )
+        agents = tmp_path / "agents.json"
+        agents.write_text(json.dumps([{"id": "alice"}, {"id": "bob"}, {"id": "carol"}]))
+        snapshot = tmp_path / "team.json"
         t = ("thread", "--db", db)
+        team = ("team", "--db", db)
+        chat = ("chat", "--db", db)
+        ok(run(*team, "add", "t1", "Hi [NEXT:coder]", "--speaker", "lena"))
+        ok(run(*team, "export", "t1", "-o", str(snapshot)))
         runs: dict[str, tuple[str, ...]] = {
             "render": ("render", str(EXAMPLE), "--model", "gpt-4o"),
             "build": ("build", str(EXAMPLE)),
@@ -329,12 +332,38 @@ class TestJsonFormat:
             "thread build": (*t, "build", "t"),
             "thread batches": (*t, "batches", "t"),
             "thread events": (*t, "events", "t"),
+            "thread inspect": (*t, "inspect", "t"),
+            "inspect": ("inspect", str(EXAMPLE), "--compare-max-tokens", "500"),
+            "team add": (*team, "add", "t1", "Done. [NEXT:lena]", "--speaker", "coder", "--ai"),
+            "team task": (*team, "task", "t1", "Cap the delay."),
+            "team show": (*team, "show", "t1"),
+            "team context": (*team, "context", "t1", "coder", "--type", "claude"),
+            "team prompt": (*team, "prompt", "t1", "coder", "--type", "codex"),
+            "team build": (*team, "build", "t1", "coder"),
+            "team import": (*team, "import", "t2", str(snapshot)),
+            "chat new": (*chat, "new", "s", "--agents", str(agents)),
+            "chat post": (*chat, "post", "s", "@alice hello"),
+            "chat reply": (*chat, "reply", "s", "1", "alice", "hi"),
+            "chat history": (*chat, "history", "s"),
+            "chat mode": (*chat, "mode", "s", "workflow", *roles("alice", "bob", "carol")),
+            "chat step": (*chat, "step", "s"),
         }
         assert set(runs) == set(documented)
         for name, args in runs.items():
             data = json.loads(ok(run(*args, "--format", "json")).stdout)
             item = data[0] if isinstance(data, list) else data
             assert set(item) == set(documented[name]), name
+
+
+def roles(coder: str, reviewer: str, tester: str) -> tuple[str, ...]:
+    return (
+        "--role",
+        f"coder={coder}",
+        "--role",
+        f"reviewer={reviewer}",
+        "--role",
+        f"tester={tester}",
+    )
 
 
 def readme_json_schemas() -> dict[str, list[str]]:
@@ -346,7 +375,7 @@ def readme_json_schemas() -> dict[str, list[str]]:
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) >= 2 and cells[0].startswith("`memctx "):
             words = cells[0].strip("`").split()[1:3]
-            name = " ".join(words) if words[0] == "thread" else words[0]
+            name = " ".join(words) if words[0] in ("thread", "team", "chat") else words[0]
             schemas[name] = top_level_keys(cells[1])
     return schemas
 

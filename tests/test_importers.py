@@ -187,6 +187,19 @@ CALL_AND_ANSWER: list[dict[str, Any]] = [
 
 
 class TestOpenAIImport:
+    def test_on_progress_hears_each_message_converted(self) -> None:
+        messages = [{"role": "user", "content": f"q{i}"} for i in range(500)]
+        seen: list[tuple[int, int]] = []
+
+        state, _ = load_openai_transcript(
+            {"messages": messages}, on_progress=lambda done, total: seen.append((done, total))
+        )
+
+        assert len(state) == 500
+        assert seen[0] == (0, 500)
+        assert seen[-1] == (500, 500)
+        assert [done for done, _ in seen] == list(range(0, 501, 5))
+
     def test_an_unanswered_call_is_pending_and_reported(self) -> None:
         state, report = import_openai_messages(CALL_AND_ANSWER)
 

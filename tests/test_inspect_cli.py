@@ -86,7 +86,7 @@ class TestInspect:
             900, 100, "priority",
         )  # fmt: skip
 
-    def test_has_every_option_of_memctx_build_but_format(self) -> None:
+    def test_has_every_option_of_memctx_build_and_its_own_format(self) -> None:
         from memctx._cli_inspect import inspect
         from memctx.cli import build
         from memctx.store.cli import build as thread_build
@@ -95,9 +95,13 @@ class TestInspect:
         def names(command: Any) -> set[str]:
             return {param.name for param in command.params}
 
-        assert names(inspect) >= names(build) - {"output_format"}
-        assert "output_format" not in names(inspect)
-        assert names(thread_inspect) >= names(thread_build) - {"output_format"}
+        def formats(command: Any) -> list[str]:
+            [fmt] = [p for p in command.params if p.name == "output_format"]
+            return list(fmt.type.choices)
+
+        assert names(inspect) >= names(build)
+        assert names(thread_inspect) >= names(thread_build)
+        assert formats(inspect) == formats(thread_inspect) == ["html", "json"]
 
     def test_compare_with_an_earlier_state_of_the_history(self, run: Any, tmp_path: Path) -> None:
         state = load_state(EXAMPLE)

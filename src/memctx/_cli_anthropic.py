@@ -52,8 +52,9 @@ def import_anthropic(
 
     TRANSCRIPT may be '-' (stdin); the state goes to -o (stdout by default).
     """
+    from memctx._cli_progress import dumps_json_with_bar
     from memctx.importers import load_anthropic_messages
-    from memctx.statefile import dumps_state
+    from memctx.statefile import state_to_dict
 
     if output_format == "json" and output == STDIO:
         raise click.UsageError("--format json prints the report on stdout: give -o FILE")
@@ -64,7 +65,9 @@ def import_anthropic(
         state, report = load_anthropic_messages(
             data, thread_id=thread_id, unknown_roles="error" if strict else "keep"
         )
-    write_output(output, dumps_state(state) + "\n")
+    where = "stdout" if output == STDIO else output
+    text = dumps_json_with_bar(state_to_dict(state), f"writing {where}")
+    write_output(output, text + "\n")
     _log.info("imported %d chunks from %s", len(state), display_name(transcript))
     if output_format == "json":
         echo_json(
@@ -77,7 +80,6 @@ def import_anthropic(
             }
         )
         return
-    where = "stdout" if output == STDIO else output
     note(f"wrote {len(state)} chunks to {where}")
     for index, role in report.unknown_roles:
         note(f"note: message {index} has role {role!r}; kept as a CUSTOM chunk")

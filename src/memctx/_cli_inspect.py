@@ -1,15 +1,15 @@
 """``memctx inspect`` and ``memctx thread inspect``: write a build's HTML report.
 
-Both take the options of ``memctx build`` (but ``--format``: the output is the
-page). The page goes to ``-o FILE`` (written atomically) or to stdout; the
-build's summary goes to stderr.
+Both take the options of ``memctx build`` (but its ``--format``: the output is
+the report, an HTML page or, with ``--format json``, the page's data). The
+report goes to ``-o FILE`` (written atomically) or to stdout; the build's
+summary goes to stderr.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -17,11 +17,13 @@ from click.core import ParameterSource
 
 from memctx._builder import ContextBuilder, create_builder
 from memctx._cli_errors import fail, friendly_errors
-from memctx._cli_options import build_kwargs, build_options_without_format
-from memctx._inspect import report_html
+from memctx._cli_options import build_kwargs, build_options_without_format, format_option
+from memctx._cli_support import STDIO, dumps_json, load_state_file, write_output
+from memctx._inspect import default_title
+from memctx._inspect_data import report_data, row_xml
+from memctx._inspect_page import render_page
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
-from memctx.statefile import load_state, write_text_atomic
 from memctx.store._cli_common import db_option, note, open_store
 
 if TYPE_CHECKING:
@@ -30,23 +32,50 @@ if TYPE_CHECKING:
 _output_option = click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(dir_okay=False, allow_dash=True),
     default=None,
-    help="Write the HTML report here (atomically) [default: stdout].",
+    help="Write the report here (atomically; '-': stdout) [default: stdout, but not onto "
+    "a terminal for the HTML page].",
+)
+
+_format_option = format_option(
+    "html",
+    "json",
+    help="html: one self-contained page; json: the page's data: {title, thread_id, build: "
+    "{token_count, token_count_exact, tokenizer, strategy, max_tokens, reserve_tokens, "
+    "included, excluded}, chunks: [{id, type, tag, role, tokens, status, message, unit, "
+    "pinned, replaced, priority, created_at, metadata, content, xml, change}], units: [{kind, key, "
+    "members}], messages: [{role, chunks, chars}], totals: {by_type, by_status}, compare}.",
 )
 
 
-def _check_output(output: Path | None) -> None:
-    """Refuse to print a page (megabytes at 10,000 chunks) onto a terminal."""
-    if output is None and sys.stdout.isatty():
+def _check_output(output: str | None, output_format: str) -> None:
+    """Refuse to print a page (megabytes at 10,000 chunks) onto a terminal, unless ``-o -``."""
+    if output is None and output_format == "html" and sys.stdout.isatty():
         fail("the report is an HTML page: give -o FILE, or redirect stdout to a file")
 
 
-def _emit(page: str, output: Path | None) -> None:
-    if output is None:
-        click.echo(page, nl=False)
+def _emit(
+    output_format: str,
+    output: str | None,
+    result: ContextBuildResult,
+    state: MemoryState,
+    builder: ContextBuilder,
+    **comparison: Any,
+) -> None:
+    """The report as a page or its JSON data, to ``output`` (stdout when None or ``-``)."""
+    data = report_data(result, state, builder, title=default_title(state), **comparison)
+    if output_format == "html":
+        text = render_page(data)
     else:
-        write_text_atomic(output, page)
+        for row in data["chunks"]:  # the page splits the XML around the content; JSON has it
+            xml = row_xml(row)
+            row.pop("xml_head", None)
+            row.pop("xml_tail", None)
+            row["xml"] = xml
+        text = dumps_json(data) + "\n"
+    write_output(STDIO if output is None else output, text)
+    if output not in (None, STDIO):
         note(f"wrote the report to {output}")
 
 
@@ -56,16 +85,17 @@ def _compare_note(result: ContextBuildResult, previous: ContextBuildResult, labe
 
 
 @click.command("inspect")
-@click.argument("state_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("state_file", type=click.Path(dir_okay=False, allow_dash=True))
 @build_options_without_format
 @_output_option
+@_format_option
 @click.option(
     "--compare",
     "compare_file",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(dir_okay=False, allow_dash=True),
     default=None,
-    help="An earlier state file of the same history: show what entered and left since "
-    "its build (same options) and how many leading tokens both requests share.",
+    help="An earlier state file of the same history ('-': stdin): show what entered and "
+    "left since its build (same options) and how many leading tokens both requests share.",
 )
 @click.option(
     "--compare-max-tokens",
@@ -75,31 +105,38 @@ def _compare_note(result: ContextBuildResult, previous: ContextBuildResult, labe
 )
 @friendly_errors
 def inspect(
-    state_file: Path,
-    output: Path | None,
-    compare_file: Path | None,
+    state_file: str,
+    output: str | None,
+    output_format: str,
+    compare_file: str | None,
     compare_max_tokens: int | None,
     **params: Any,
 ) -> None:
-    """Write an HTML report of the build of STATE_FILE: every chunk, why it is in or out."""
-    _check_output(output)
-    state = load_state(state_file)
+    """Write a report of the build of STATE_FILE ('-': stdin): every chunk, why it is in
+    or out; an HTML page, or its data as JSON."""
+    _check_output(output, output_format)
+    if state_file == STDIO and compare_file == STDIO:
+        fail("STATE_FILE and --compare cannot both be read from stdin ('-')")
+    state = load_state_file(state_file)
+    earlier = load_state_file(compare_file) if compare_file is not None else None
     options: dict[str, Any] = build_kwargs(params)
     max_tokens = options.pop("max_tokens")
     builder = create_builder(options["tokenizer"])
     result = builder.build(state, max_tokens=max_tokens, **options)
-    click.echo(result.summary(), err=True)
+    note(result.summary())
     previous = previous_state = None
     label = ""
     if compare_file is not None or compare_max_tokens is not None:
-        previous_state = load_state(compare_file) if compare_file is not None else state
+        previous_state = earlier if earlier is not None else state
         budget = compare_max_tokens if compare_max_tokens is not None else max_tokens
         previous = builder.build(previous_state, max_tokens=budget, **options)
-        label = compare_file.name if compare_file is not None else "this state"
+        label = _file_label(compare_file) if compare_file is not None else "this state"
         if budget != max_tokens:
             label += f" at {'no limit' if budget is None else f'{budget} tokens'}"
         note(_compare_note(result, previous, label))
-    page = report_html(
+    _emit(
+        output_format,
+        output,
         result,
         state,
         builder,
@@ -107,7 +144,12 @@ def inspect(
         previous_state=previous_state,
         previous_label=label,
     )
-    _emit(page, output)
+
+
+def _file_label(source: str) -> str:
+    from pathlib import Path
+
+    return "<stdin>" if source == STDIO else Path(source).name
 
 
 def _recorded_builds(store: MemoryStore, thread_id: str, last: int) -> list[Mapping[str, Any]]:
@@ -162,6 +204,7 @@ _RECORDED = {"max_tokens": "--max-tokens", "reserve_tokens": "--reserve", "strat
 @click.argument("thread_id")
 @build_options_without_format
 @_output_option
+@_format_option
 @click.option(
     "--last",
     type=click.IntRange(1, 2),
@@ -173,12 +216,14 @@ _RECORDED = {"max_tokens": "--max-tokens", "reserve_tokens": "--reserve", "strat
 @friendly_errors
 def thread_inspect(
     thread_id: str,
-    output: Path | None,
+    output: str | None,
+    output_format: str,
     last: int | None,
     **params: Any,
 ) -> None:
-    """Write an HTML report of a build of THREAD_ID's visible chunks (nothing is recorded)."""
-    _check_output(output)
+    """Write a report of a build of THREAD_ID's visible chunks (nothing is recorded): an
+    HTML page, or its data as JSON."""
+    _check_output(output, output_format)
     options: dict[str, Any] = build_kwargs(params)
     max_tokens = options.pop("max_tokens")
     system_prompt = options["system_prompt"]
@@ -206,11 +251,13 @@ def thread_inspect(
     else:
         state = visible
         result = builder.build(state, max_tokens=max_tokens, **options)
-    click.echo(result.summary(), err=True)
+    note(result.summary())
     label = "the build before"
     if previous is not None:
         note(_compare_note(result, previous, label))
-    page = report_html(
+    _emit(
+        output_format,
+        output,
         result,
         state,
         builder,
@@ -218,4 +265,3 @@ def thread_inspect(
         previous_state=previous_state,
         previous_label=label,
     )
-    _emit(page, output)

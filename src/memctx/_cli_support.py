@@ -117,6 +117,38 @@ def about_file(source: str | os.PathLike[str], hint: str = "") -> Iterator[None]
         raise CliError(f"{display_name(source)}: {detail}{hint}") from exc
 
 
+_OPENAI_HINT = (
+    " (this looks like an OpenAI chat transcript: convert it with "
+    "'memctx import-openai {name} -o state.json')"
+)
+
+
+def load_state_file(source: str | os.PathLike[str]) -> Any:
+    """The :class:`~memctx.MemoryState` in the state file ``source`` (``-``: stdin).
+
+    Errors name the file; an OpenAI transcript given by mistake gets a hint
+    to convert it with ``memctx import-openai``.
+    """
+    from memctx.statefile import state_from_dict
+
+    data = read_json(source)
+    hint = ""
+    if _looks_like_openai_transcript(data):
+        name = display_name(source) if os.fspath(source) != STDIO else STDIO
+        hint = _OPENAI_HINT.format(name=name)
+    with about_file(source, hint):
+        return state_from_dict(data)
+
+
+def _looks_like_openai_transcript(data: Any) -> bool:
+    messages = data.get("messages") if isinstance(data, dict) and "version" not in data else data
+    return (
+        isinstance(messages, list)
+        and bool(messages)
+        and all(isinstance(m, dict) and "role" in m for m in messages)
+    )
+
+
 def write_output(dest: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` to ``dest`` atomically, or to stdout for ``-``."""
     if os.fspath(dest) == STDIO:
@@ -242,6 +274,7 @@ __all__ = [
     "fail",
     "friendly_errors",
     "is_broken_pipe",
+    "load_state_file",
     "note",
     "option_names",
     "progress",

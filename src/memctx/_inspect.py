@@ -13,6 +13,11 @@ from memctx._state import MemoryState
 from memctx.typing import Tokenizer
 
 
+def default_title(state: MemoryState) -> str:
+    """The report's title: ``memctx build report``, and the thread id when the state has one."""
+    return "memctx build report" + (f": {state.thread_id}" if state.thread_id else "")
+
+
 def report_html(
     result: BuildReport,
     state: MemoryState,
@@ -36,7 +41,7 @@ def report_html(
     its state's chunks.
     """
     if title is None:
-        title = "memctx build report" + (f": {state.thread_id}" if state.thread_id else "")
+        title = default_title(state)
     data = report_data(
         result,
         state,

@@ -19,7 +19,10 @@ whatever the commands import. Use the shared pieces:
   ``choice`` (case-insensitive);
 - notes with ``note`` (silenced by ``--quiet``), JSON with ``echo_json``, long
   loops in ``progress``, and ``logging.getLogger(__name__)`` in the library
-  (``-v`` shows INFO, ``-vv`` DEBUG).
+  (``-v`` shows INFO, ``-vv`` DEBUG);
+- a library call that takes ``on_progress`` gets ``progress_bar(label)``'s
+  callback, and large JSON is written with ``dumps_json_with_bar``
+  (:mod:`memctx._cli_progress`).
 
 ``-V/--version``, ``-q/--quiet`` and ``-v/--verbose`` belong to ``memctx`` and are
 also accepted after any sub-command name.
@@ -55,12 +58,12 @@ from memctx._cli_support import (
     fail,
     friendly_errors,
     is_broken_pipe,
+    load_state_file,
     note,
     read_input,
     read_json,
     set_quiet,
     silence_stdout,
-    working,
     write_output,
 )
 from memctx._exceptions import MemctxError
@@ -234,31 +237,9 @@ def main() -> None:
 # -- commands ------------------------------------------------------------------------
 
 
-_OPENAI_HINT = (
-    " (this looks like an OpenAI chat transcript: convert it with "
-    "'memctx import-openai {name} -o state.json')"
-)
-
-
 def _load_state(source: str) -> Any:
     """The state in ``source`` (``-``: stdin); errors name the file, with a hint."""
-    from memctx.statefile import state_from_dict
-
-    data = read_json(source)
-    hint = ""
-    if _looks_like_openai_transcript(data):
-        hint = _OPENAI_HINT.format(name=display_name(source) if source != STDIO else "-")
-    with about_file(source, hint):
-        return state_from_dict(data)
-
-
-def _looks_like_openai_transcript(data: Any) -> bool:
-    messages = data.get("messages") if isinstance(data, dict) and "version" not in data else data
-    return (
-        isinstance(messages, list)
-        and bool(messages)
-        and all(isinstance(m, dict) and "role" in m for m in messages)
-    )
+    return load_state_file(source)
 
 
 @main.command()
@@ -345,19 +326,24 @@ def import_openai(
 
     TRANSCRIPT may be '-' (stdin); the state goes to -o (stdout by default).
     """
+    from memctx._cli_progress import THRESHOLD, dumps_json_with_bar, progress_bar
     from memctx.importers import load_openai_transcript
-    from memctx.statefile import dumps_state
+    from memctx.statefile import state_to_dict
 
     if output_format == "json" and output == STDIO:
         raise click.UsageError("--format json prints the report on stdout: give -o FILE")
     data = read_json(transcript)
-    messages = data.get("messages") if isinstance(data, dict) else data
-    size = len(messages) if isinstance(messages, list) else 0
-    with about_file(transcript), working(f"importing {display_name(transcript)}", size):
+    label = f"importing {display_name(transcript)}"
+    with about_file(transcript), progress_bar(label, threshold=THRESHOLD // 2) as tell:
         state, report = load_openai_transcript(
-            data, thread_id=thread_id, unknown_roles="error" if strict else "keep"
+            data,
+            thread_id=thread_id,
+            unknown_roles="error" if strict else "keep",
+            on_progress=tell,
         )
-    write_output(output, dumps_state(state) + "\n")
+    where = "stdout" if output == STDIO else output
+    text = dumps_json_with_bar(state_to_dict(state), f"writing {where}")
+    write_output(output, text + "\n")
     _log.info("imported %d chunks from %s", len(state), display_name(transcript))
     if output_format == "json":
         echo_json(
@@ -369,7 +355,6 @@ def import_openai(
             }
         )
         return
-    where = "stdout" if output == STDIO else output
     note(f"wrote {len(state)} chunks to {where}")
     for index, role in report.unknown_roles:
         note(f"note: message {index} has role {role!r}; kept as a CUSTOM chunk")

@@ -18,7 +18,7 @@ none does (a build keeps pending calls, and the report lists their ids).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from memctx import chunks
@@ -26,6 +26,7 @@ from memctx._chunk import Chunk
 from memctx._exceptions import InvalidChunkError, TranscriptError
 from memctx._import_report import ImportReport, first_user_pinned
 from memctx._json import JSONTextError, NotJSONError, dumps, freeze_json, parse_json_text
+from memctx._progress import Progress
 from memctx._state import MemoryState
 from memctx._transcripts import load_anthropic_messages
 from memctx._transcripts_langchain import from_langchain
@@ -93,6 +94,7 @@ def import_openai_messages(
     thread_id: str | None = None,
     unknown_roles: Literal["keep", "error"] = "keep",
     pin_task: bool = True,
+    on_progress: Callable[[int, int], object] | None = None,
 ) -> tuple[MemoryState, ImportReport]:
     """Convert chat-completions messages to a state, with a report of what was unusual.
 
@@ -101,10 +103,14 @@ def import_openai_messages(
     call); a call no ``tool`` message answers is ``pending``. Chunk ids are
     ``msg<index>`` (``msg<index>_call<k>`` for calls) so that re-importing
     the same transcript gives the same ids. The first user message is
-    pinned unless ``pin_task=False``.
+    pinned unless ``pin_task=False``. ``on_progress(done, total)`` is told
+    as the messages are converted (about a hundred times, the last with
+    ``done == total``).
     """
     if not isinstance(messages, Sequence) or isinstance(messages, str | bytes):
         raise TranscriptError("a transcript must be a list of messages")
+    progress = Progress(on_progress)
+    progress.start(len(messages))
     answered_ids = {
         m.get("tool_call_id")
         for m in messages
@@ -114,7 +120,7 @@ def import_openai_messages(
     tool_names: dict[str, str] = {}
     answered: set[str] = set()
     unknown: list[tuple[int, str]] = []
-    for index, message in enumerate(messages):
+    for index, message in enumerate(progress.over(messages)):
         if not isinstance(message, Mapping):
             raise TranscriptError(f"must be an object, got {type(message).__name__}", index=index)
         role = message.get("role")
@@ -155,7 +161,9 @@ def import_openai_messages(
     unanswered = tuple(call_id for call_id in tool_names if call_id not in answered)
     if pin_task:
         result = first_user_pinned(result)
-    return MemoryState(result, thread_id=thread_id), ImportReport(tuple(unknown), unanswered)
+    state = MemoryState(result, thread_id=thread_id)
+    progress.finish()
+    return state, ImportReport(tuple(unknown), unanswered)
 
 
 def _tool_call(
@@ -185,6 +193,7 @@ def load_openai_transcript(
     thread_id: str | None = None,
     unknown_roles: Literal["keep", "error"] = "keep",
     pin_task: bool = True,
+    on_progress: Callable[[int, int], object] | None = None,
 ) -> tuple[MemoryState, ImportReport]:
     """Import a parsed JSON document: a list of messages, or an object with ``messages``."""
     if isinstance(data, Mapping):
@@ -192,5 +201,9 @@ def load_openai_transcript(
             raise TranscriptError("an object transcript needs a 'messages' list")
         data = data["messages"]
     return import_openai_messages(
-        data, thread_id=thread_id, unknown_roles=unknown_roles, pin_task=pin_task
+        data,
+        thread_id=thread_id,
+        unknown_roles=unknown_roles,
+        pin_task=pin_task,
+        on_progress=on_progress,
     )

@@ -118,7 +118,6 @@ def test_history_as_text_lists_who_said_what(cli: Any, agents_file: str) -> None
         (["reply", "s1", "1", "dave", "hi"], "unknown agent 'dave'"),
         (["reply", "s1", "9", "bob", "hi"], "the session has no round 9"),
         (["step", "s1"], "only the workflow mode has steps"),
-        (["mode", "s1", "debate"], "unknown mode 'debate'"),
         (["mode", "s1", "workflow", "--role", "coder"], "expected NODE=AGENT_ID"),
         (["mode", "s1", "workflow", "--role", "coder=alice"], "no agent plays 'reviewer'"),
     ],

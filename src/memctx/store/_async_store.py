@@ -28,6 +28,7 @@ from memctx._compaction import CompactionPolicy, CompactionReport
 from memctx._compression_report import CompressionReport
 from memctx._exceptions import StoreError, ThreadExistsError
 from memctx._options import parse_build_options
+from memctx._progress import Progress
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
 from memctx.store import _build, _snapshot, _thread_ops, _view_ops
@@ -189,9 +190,14 @@ class AsyncMemoryStore:
         thread_id: str,
         *chunks: Chunk,
         thread_metadata: Mapping[str, Any] | None = None,
+        on_progress: Callable[[int, int], object] | None = None,
     ) -> int:
-        """See :meth:`MemoryStore.append`."""
-        return await self._run(True, _thread_ops.append, thread_id, chunks, thread_metadata)
+        """See :meth:`MemoryStore.append` (``on_progress`` is called on the event loop's
+        thread, between database calls)."""
+        progress = Progress(on_progress)
+        return await self._run(
+            True, _thread_ops.append, thread_id, chunks, thread_metadata, progress
+        )
 
     async def append_with(self, thread_id: str, make: MakeChunks) -> int:
         """See :meth:`MemoryStore.append_with` (``make`` is a plain function)."""
@@ -314,15 +320,23 @@ class AsyncMemoryStore:
         """See :meth:`MemoryStore.batches`."""
         return await self._run(False, _thread_ops.batches, thread_id)
 
-    async def export_snapshot(self, thread_id: str) -> dict[str, Any]:
+    async def export_snapshot(
+        self, thread_id: str, *, on_progress: Callable[[int, int], object] | None = None
+    ) -> dict[str, Any]:
         """See :meth:`MemoryStore.export_snapshot`."""
-        return await self._run(False, _snapshot.export_thread, thread_id)
+        progress = Progress(on_progress)
+        return await self._run(False, _snapshot.export_thread, thread_id, progress)
 
     async def import_snapshot(
-        self, data: Mapping[str, Any] | str | bytes, *, thread_id: str | None = None
+        self,
+        data: Mapping[str, Any] | str | bytes,
+        *,
+        thread_id: str | None = None,
+        on_progress: Callable[[int, int], object] | None = None,
     ) -> str:
         """See :meth:`MemoryStore.import_snapshot`."""
-        return await self._run(True, _snapshot.import_snapshot, data, thread_id)
+        progress = Progress(on_progress)
+        return await self._run(True, _snapshot.import_snapshot, data, thread_id, progress)
 
     async def events(self, thread_id: str, kind: str | None = None) -> tuple[StoreEvent, ...]:
         """See :meth:`MemoryStore.events`."""

@@ -12,7 +12,7 @@ chunks measurably slower.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from sqlalchemy import Result, Row, bindparam, insert
@@ -46,6 +46,7 @@ from memctx.store._schema import (
 )
 
 _IN_CHUNK: Final = 500  # values per IN (...) list: well under every backend's parameter limit
+_INSERT_PART: Final = 2000  # chunk rows per INSERT executemany: progress can be told between them
 
 _COLUMNS: Final = tuple(col(c) for c in ChunkRow.__table__.columns)  # type: ignore[attr-defined]
 _OF_THREAD: Final = col(ChunkRow.thread_id) == bindparam("thread_id")
@@ -292,24 +293,33 @@ def insert_chunks(
     thread_id: str,
     first_seq: int,
     rows: Sequence[tuple[Mapping[str, Any], str, int]],
+    advance: Callable[[int], None] | None = None,
 ) -> None:
     """Insert chunk rows ``(column values, origin, batch)`` as ``first_seq``, ``+1``, ...
 
-    The one way chunk rows are written: one ``executemany`` for all of them.
-    The caller moves the thread's ``last_seq``.
+    The one way chunk rows are written: one ``executemany`` per
+    ``_INSERT_PART`` rows, each followed by ``advance(rows written)`` when
+    given. The caller moves the thread's ``last_seq``.
     """
-    if rows:
+    for start in range(0, len(rows), _INSERT_PART):
+        part = rows[start : start + _INSERT_PART]
         session.connection().execute(
             _INSERT_CHUNKS,
             [
                 {**values, "thread_id": thread_id, "seq": seq, "origin": origin, "batch": batch}
-                for seq, (values, origin, batch) in enumerate(rows, first_seq)
+                for seq, (values, origin, batch) in enumerate(part, first_seq + start)
             ],
         )
+        if advance is not None:
+            advance(len(part))
 
 
 def store_new(
-    session: Session, thread: ThreadRow, new: Sequence[Mapping[str, Any]], origin: str
+    session: Session,
+    thread: ThreadRow,
+    new: Sequence[Mapping[str, Any]],
+    origin: str,
+    advance: Callable[[int], None] | None = None,
 ) -> list[int]:
     """Insert new chunks after the locked thread's last one; return their sequence numbers.
 
@@ -319,7 +329,8 @@ def store_new(
     if not new:
         return []
     first = thread.last_seq + 1
-    insert_chunks(session, thread.id, first, [(values, origin, thread.batch) for values in new])
+    rows = [(values, origin, thread.batch) for values in new]
+    insert_chunks(session, thread.id, first, rows, advance)
     # A statement made once, not a flush of the changed object: the unit of
     # work costs as much as the rest of a small append.
     last = first + len(new) - 1
@@ -329,14 +340,20 @@ def store_new(
 
 
 def append_chunks(
-    session: Session, thread: ThreadRow, prepared: Mapping[str, dict[str, Any]]
+    session: Session,
+    thread: ThreadRow,
+    prepared: Mapping[str, dict[str, Any]],
+    advance: Callable[[int], None] | None = None,
 ) -> int:
     """Append the chunks (of :func:`prepare_chunks`) not stored yet to the locked thread.
 
-    Returns how many were new.
+    Returns how many were new. ``advance(n)``, when given, hears of the chunks
+    found stored already, then of the new ones as they are written.
     """
-    _, new = split_existing(session, thread.id, prepared)
-    return len(store_new(session, thread, new, "append"))
+    existing, new = split_existing(session, thread.id, prepared)
+    if advance is not None:
+        advance(len(existing))
+    return len(store_new(session, thread, new, "append", advance))
 
 
 # -- thread metadata ----------------------------------------------------------------------

@@ -44,6 +44,7 @@ from memctx._exceptions import (
 )
 from memctx._json import NotJSONError, freeze_json, thaw_json
 from memctx._limits import MAX_KIND_LENGTH, NAME_FORBIDDEN
+from memctx._progress import Progress
 from memctx._state import MemoryState
 from memctx._validators import describe, int_in_range, name, state_file_error
 from memctx.statefile import (
@@ -87,17 +88,25 @@ _BATCH_FIELDS: Final = frozenset(
 )
 
 
-def export_thread(session: Session, thread_id: str) -> dict[str, Any]:
-    """The snapshot document of a thread."""
+def export_thread(
+    session: Session, thread_id: str, progress: Progress | None = None
+) -> dict[str, Any]:
+    """The snapshot document of a thread.
+
+    Steps for ``progress``: each stored chunk read, each visible one and each
+    stored one written into the document.
+    """
     check_thread_id(thread_id)
+    progress = progress or Progress(None)
     thread = get_thread(session, thread_id)
-    rows = history_rows(session, thread_id)
-    stored = {row.seq: row_to_chunk(row) for row in rows}
     visible = visible_seqs(session, get_batch(session, thread_id, thread.batch))
+    rows = history_rows(session, thread_id)
+    progress.start(2 * len(rows) + len(visible))
+    stored = {row.seq: row_to_chunk(row) for row in progress.over(rows)}
     return {
         "version": FORMAT_VERSION,
         "thread_id": thread_id,
-        "chunks": [chunk_to_dict(stored[seq]) for seq in visible],
+        "chunks": [chunk_to_dict(stored[seq]) for seq in progress.over(visible)],
         "store": {
             "version": SNAPSHOT_STORE_VERSION,
             "batch": thread.batch,
@@ -109,7 +118,7 @@ def export_thread(session: Session, thread_id: str) -> dict[str, Any]:
                     "batch": r.batch,
                     "chunk": chunk_to_dict(stored[r.seq]),
                 }
-                for r in rows
+                for r in progress.over(rows)
             ],
             "batches": [
                 {
@@ -175,16 +184,38 @@ def _object(value: object, field: str, allowed: frozenset[str]) -> Mapping[str, 
     return value
 
 
-def parse_snapshot(data: object) -> Snapshot:
-    """Check a snapshot (a mapping, or JSON text) completely; :class:`StateFileError` if bad."""
+def _steps(data: object) -> int:
+    """How many steps checking and writing ``data`` takes: each visible chunk read and
+    checked, each stored one read and written (the visible ones for a state file)."""
+    if not isinstance(data, Mapping):
+        return 0
+    chunks, store = data.get("chunks"), data.get("store")
+    visible = len(chunks) if isinstance(chunks, list) else 0
+    if store is None:
+        return 3 * visible
+    history = store.get("history") if isinstance(store, Mapping) else None
+    return 2 * visible + 2 * (len(history) if isinstance(history, list) else 0)
+
+
+def parse_snapshot(data: object, progress: Progress | None = None) -> Snapshot:
+    """Check a snapshot (a mapping, or JSON text) completely; :class:`StateFileError` if bad.
+
+    ``progress`` counts the steps :func:`import_snapshot` makes (see :func:`_steps`).
+    """
+    progress = progress or Progress(None)
     if isinstance(data, str | bytes | bytearray):
         data = parse_json(data)
+    progress.start(_steps(data))
     state = state_from_dict(data)
+    progress.advance(len(state))
     assert isinstance(data, Mapping)
     if "store" not in data:
         return Snapshot(
             thread_id=state.thread_id,
-            chunks=[("append", _storable(chunk, f"chunks[{i}]")) for i, chunk in enumerate(state)],
+            chunks=[
+                ("append", _storable(chunk, f"chunks[{i}]"))
+                for i, chunk in enumerate(progress.over(state))
+            ],
             chunk_batches=[0] * len(state),
             batches=[
                 {
@@ -221,22 +252,23 @@ def parse_snapshot(data: object) -> Snapshot:
     raw_batches = store["batches"]
     if not isinstance(raw_batches, list) or not raw_batches:
         raise _fail("must be a non-empty array", "store.batches")
-    chunks, chunk_batches = _parse_history(store["history"], len(raw_batches) - 1)
+    chunks, chunk_batches = _parse_history(store["history"], len(raw_batches) - 1, progress)
     batches = _parse_batches(raw_batches, len(chunks))
     current = _int(store["batch"], "store.batch", 0, len(batches) - 1)
     _check_visible(state, chunks, batches[current])
+    progress.advance(len(state))
     return Snapshot(state.thread_id, chunks, chunk_batches, batches, current, True, metadata)
 
 
 def _parse_history(
-    history: object, last_batch: int
+    history: object, last_batch: int, progress: Progress
 ) -> tuple[list[tuple[str, dict[str, Any]]], list[int]]:
     if not isinstance(history, list):
         raise _fail(f"must be an array, got {type(history).__name__}", "store.history")
     chunks: list[tuple[str, dict[str, Any]]] = []
     batches: list[int] = []
     seen: dict[str, int] = {}
-    for index, item in enumerate(history):
+    for index, item in enumerate(progress.over(history)):
         where = f"store.history[{index}]"
         entry = _object(item, where, _HISTORY_FIELDS)
         if entry["seq"] != index + 1 or isinstance(entry["seq"], bool):
@@ -317,9 +349,12 @@ def _check_visible(
         )
 
 
-def import_snapshot(session: Session, data: object, thread_id: str | None) -> str:
+def import_snapshot(
+    session: Session, data: object, thread_id: str | None, progress: Progress | None = None
+) -> str:
     """Create a thread from a snapshot (checked completely first); return its id."""
-    snapshot = parse_snapshot(data)
+    progress = progress or Progress(None)
+    snapshot = parse_snapshot(data, progress)
     target = thread_id if thread_id is not None else snapshot.thread_id
     if target is None:
         raise StoreArgumentError("the snapshot names no thread; pass thread_id")
@@ -346,6 +381,7 @@ def import_snapshot(session: Session, data: object, thread_id: str | None) -> st
             (values, origin, batch)
             for (origin, values), batch in zip(snapshot.chunks, snapshot.chunk_batches, strict=True)
         ],
+        progress.advance,
     )
     session.add_all(
         BatchRow(
@@ -371,4 +407,5 @@ def import_snapshot(session: Session, data: object, thread_id: str | None) -> st
             "with_history": snapshot.source_has_store,
         },
     )
+    progress.finish()
     return target

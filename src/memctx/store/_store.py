@@ -25,6 +25,7 @@ from memctx._compaction import CompactionPolicy, CompactionReport
 from memctx._compression_report import CompressionReport
 from memctx._exceptions import StoreError, ThreadExistsError
 from memctx._options import parse_build_options
+from memctx._progress import Progress
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
 from memctx.store import _build, _snapshot, _thread_ops, _view_ops
@@ -199,6 +200,7 @@ class MemoryStore:
         thread_id: str,
         *chunks: Chunk,
         thread_metadata: Mapping[str, Any] | None = None,
+        on_progress: Callable[[int, int], object] | None = None,
     ) -> int:
         """Append ``chunks`` in one transaction; return how many were new.
 
@@ -212,8 +214,14 @@ class MemoryStore:
         reordered keys) render differently, so they differ. New chunks are
         visible at the end of the view. ``thread_metadata`` is merged into
         the thread's metadata in the same transaction.
+
+        ``on_progress(done, total)`` is called about a hundred times while
+        the chunks are checked and written (two steps per chunk), the last
+        time with ``done == total``; an exception it raises aborts the append
+        and nothing is stored.
         """
-        return self._run(True, _thread_ops.append, thread_id, chunks, thread_metadata)
+        progress = Progress(on_progress)
+        return self._run(True, _thread_ops.append, thread_id, chunks, thread_metadata, progress)
 
     def append_with(self, thread_id: str, make: MakeChunks) -> int:
         """Append what ``make`` returns, deciding it under the thread's write lock.
@@ -347,20 +355,34 @@ class MemoryStore:
 
     # -- snapshots, events, builds --------------------------------------------------------
 
-    def export_snapshot(self, thread_id: str) -> dict[str, Any]:
-        """The thread (visible chunks, history, batches, metadata) as a versioned JSON document."""
-        return self._run(False, _snapshot.export_thread, thread_id)
+    def export_snapshot(
+        self, thread_id: str, *, on_progress: Callable[[int, int], object] | None = None
+    ) -> dict[str, Any]:
+        """The thread (visible chunks, history, batches, metadata) as a versioned JSON document.
+
+        ``on_progress(done, total)`` is told as the stored chunks are read and
+        converted, as :meth:`append` tells it.
+        """
+        progress = Progress(on_progress)
+        return self._run(False, _snapshot.export_thread, thread_id, progress)
 
     def import_snapshot(
-        self, data: Mapping[str, Any] | str | bytes, *, thread_id: str | None = None
+        self,
+        data: Mapping[str, Any] | str | bytes,
+        *,
+        thread_id: str | None = None,
+        on_progress: Callable[[int, int], object] | None = None,
     ) -> str:
         """Create a thread from a snapshot (a document or its JSON text); return its id.
 
         The id is ``thread_id``, else the snapshot's own. The whole snapshot
         is checked first: a corrupt or unsupported one raises
         :class:`~memctx.StateFileError` and nothing is written.
+        ``on_progress(done, total)`` is told as the chunks are checked and
+        written, as :meth:`append` tells it.
         """
-        return self._run(True, _snapshot.import_snapshot, data, thread_id)
+        progress = Progress(on_progress)
+        return self._run(True, _snapshot.import_snapshot, data, thread_id, progress)
 
     def events(self, thread_id: str, kind: str | None = None) -> tuple[StoreEvent, ...]:
         """The thread's events (only those of ``kind`` when given), oldest first."""

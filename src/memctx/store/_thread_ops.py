@@ -17,6 +17,7 @@ from sqlmodel import Session, col, delete, select
 
 from memctx._chunk import Chunk
 from memctx._exceptions import StoreArgumentError, ThreadExistsError
+from memctx._progress import Progress
 from memctx._state import MemoryState
 from memctx.store._queries import (
     append_chunks,
@@ -89,13 +90,20 @@ def append(
     thread_id: str,
     chunks: Iterable[Chunk],
     thread_metadata: Mapping[str, Any] | None,
+    progress: Progress | None = None,
 ) -> int:
+    """Steps for ``progress``: each chunk checked, then each one stored (or found stored)."""
     check_thread_id(thread_id)
-    prepared = prepare_chunks(thread_id, chunks)
+    progress = progress or Progress(None)
+    given = tuple(chunks)
+    progress.start(2 * len(given))
+    prepared = prepare_chunks(thread_id, progress.over(given))
+    progress.advance(len(given) - len(prepared))  # ids given twice are stored once
     update = {} if thread_metadata is None else check_metadata(thread_metadata)
     thread = get_thread(session, thread_id, lock=True)
-    added = append_chunks(session, thread, prepared)
+    added = append_chunks(session, thread, prepared, progress.advance)
     merge_metadata(session, thread, update)
+    progress.finish()
     return added
 
 

@@ -27,6 +27,7 @@ from memctx._cli_options import (
     format_option,
     print_build_result,
 )
+from memctx._cli_progress import dumps_json_with_bar, progress_bar
 from memctx._cli_support import (
     STDIO,
     about_file,
@@ -35,7 +36,6 @@ from memctx._cli_support import (
     fail,
     note,
     read_json,
-    working,
     write_output,
 )
 from memctx.store import _cli_views
@@ -160,8 +160,8 @@ def append(thread_id: str, source: str | None, output_format: str, **params: Any
     memctx thread append t1 --user "Hi" --assistant "Hello" --user "Bye".
     """
     new = chunks_to_add(source, params)
-    with open_store() as store, working(f"appending {len(new)} chunks", len(new)):
-        added = store.append(thread_id, *new)
+    with open_store() as store, progress_bar(f"appending {len(new)} chunks") as tell:
+        added = store.append(thread_id, *new, on_progress=tell)
     if output_format == "json":
         echo_json(
             {
@@ -255,11 +255,10 @@ def build(thread_id: str, output_format: str, **params: Any) -> None:
 @db_option
 def export(thread_id: str, output: str) -> None:
     """Print (or write) a snapshot of THREAD_ID: visible chunks, history and batches."""
-    from memctx.statefile import escape_surrogates
-
-    with open_store() as store, working(f"exporting {thread_id}"):
-        snapshot = store.export_snapshot(thread_id)
-        text = escape_surrogates(json.dumps(snapshot, ensure_ascii=False, indent=2))
+    with open_store() as store, progress_bar(f"exporting {thread_id}") as tell:
+        snapshot = store.export_snapshot(thread_id, on_progress=tell)
+    where = "stdout" if output == STDIO else output
+    text = dumps_json_with_bar(snapshot, f"writing {where}")
     write_output(output, text + "\n")
     if output != STDIO:
         note(f"wrote {thread_id} to {output}")
@@ -274,8 +273,8 @@ def import_(source: str, thread_id: str | None, output_format: str) -> None:
     """Create a thread from a snapshot or state file (FILE, or '-' for stdin); print its id."""
     data = read_json(source)
     with open_store() as store:
-        with about_file(source), working(f"importing {display_name(source)}"):
-            created = store.import_snapshot(data, thread_id=thread_id)
+        with about_file(source), progress_bar(f"importing {display_name(source)}") as tell:
+            created = store.import_snapshot(data, thread_id=thread_id, on_progress=tell)
         info = store.thread_info(created)
     if output_format == "json":
         echo_json({"id": created, "chunks": info.chunk_count, "batch": info.batch})
