@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from histories import TOKENIZERS, agent_histories
 from memctx import (
+    BudgetExceededError,
     ContextMessage,
     MemoryState,
     TiktokenTokenizer,
@@ -153,3 +155,31 @@ class TestSharedMessages:
         assert first.prefix_messages_shared == 0  # no previous build
         assert grown.prefix_messages_shared == 2  # the system message and the task
         assert builder.build(state, max_tokens=10_000).prefix_messages_shared == 0  # other options
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_results_shared_prefix_equals_a_count_of_the_two_requests(data: st.DataObject) -> None:
+    """The result counts whole shared messages from its chunks' counts: the figure must be
+    the one counting both requests gives."""
+    history = data.draw(agent_histories())
+    tokenizer = TOKENIZERS[data.draw(st.sampled_from(sorted(TOKENIZERS)))]
+    strategy = data.draw(st.sampled_from(["recent", "stable"]))
+    budget = data.draw(st.one_of(st.none(), st.integers(300, 3000)))
+    prompt = data.draw(st.one_of(st.none(), st.just("You are a careful agent.")))
+    builder = create_builder(tokenizer)
+    state = MemoryState()
+    previous = None
+    for chunk in history:
+        state = state.append(chunk)
+        try:
+            result = builder.build(state, budget, strategy=strategy, system_prompt=prompt)
+        except BudgetExceededError:
+            continue  # the builder's previous build stays the last one that succeeded
+        expected = (
+            0
+            if previous is None
+            else shared_prefix_tokens(result.messages, previous.messages, tokenizer)
+        )
+        assert result.prefix_tokens_shared == expected
+        previous = result

@@ -17,7 +17,7 @@ token is not credited, since the text that follows may merge with it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from memctx._message import ContextMessage
@@ -56,6 +56,32 @@ def _common_prefix_length(a: str, b: str) -> int:
     return low
 
 
+def _whole_messages_tokens(
+    messages: Sequence[Message],
+    tokenizer: Tokenizer,
+    empty: int,
+    content_tokens: Callable[[Message], int | None] | None,
+) -> int:
+    """``count_messages(messages)`` without the priming, from known content counts where
+    ``content_tokens`` has them: a message costs its role's overhead plus its content."""
+    unknown: list[dict[str, str]] = []
+    known = 0
+    overheads: dict[str, int] = {}
+    for message in messages:
+        tokens = content_tokens(message) if content_tokens is not None else None
+        role, content = _fields(message)
+        if tokens is None:
+            unknown.append({"role": role, "content": content})
+            continue
+        overhead = overheads.get(role)
+        if overhead is None:
+            overhead = overheads[role] = (
+                tokenizer.count_messages([{"role": role, "content": ""}]) - empty
+            )
+        known += overhead + tokens
+    return known + (tokenizer.count_messages(unknown) - empty if unknown else 0)
+
+
 def shared_messages(messages_a: Sequence[Message], messages_b: Sequence[Message]) -> int:
     """How many leading messages of ``a`` and ``b`` are identical in role and content."""
     same = 0
@@ -67,18 +93,22 @@ def shared_messages(messages_a: Sequence[Message], messages_b: Sequence[Message]
 
 
 def shared_prefix_tokens(
-    messages_a: Sequence[Message], messages_b: Sequence[Message], tokenizer: Tokenizer
+    messages_a: Sequence[Message],
+    messages_b: Sequence[Message],
+    tokenizer: Tokenizer,
+    content_tokens: Callable[[Message], int | None] | None = None,
 ) -> int:
     """Tokens at the start of request ``a`` that request ``b`` begins with too.
 
     Messages are :class:`~memctx.ContextMessage` objects or ``{"role", "content"}``
     dicts; counts follow ``tokenizer.count_messages`` (its reply priming, which
     comes after the last message, is never shared). Symmetric in ``a`` and ``b``.
+    ``content_tokens`` may give the token count of a message of ``a``'s content
+    when it is known (None: count it); a build knows it from its chunks' counts.
     """
     empty = tokenizer.count_messages([])
     same = shared_messages(messages_a, messages_b)
-    whole = [{"role": r, "content": c} for r, c in map(_fields, messages_a[:same])]
-    shared = tokenizer.count_messages(whole) - empty if whole else 0
+    shared = _whole_messages_tokens(messages_a[:same], tokenizer, empty, content_tokens)
     if same == min(len(messages_a), len(messages_b)):
         return shared
     (role_a, content_a), (role_b, content_b) = _fields(messages_a[same]), _fields(messages_b[same])

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from memctx._chunk import Chunk
 from memctx._filter import Candidates
 from memctx._group import Grouped
+from memctx._message import ContextMessage
 from memctx._options import BuildOptions
 from memctx._prefix import shared_messages, shared_prefix_tokens
 from memctx._result import ContextBuildResult, Exclusion, ExclusionReason
@@ -81,7 +82,13 @@ def report(
         count = rendered(position).replaced
         if count:
             replaced[items[position].id] = count
-    shared = None if previous is None else SharedPrefix(previous, grouped, tokenizer)
+    shared = (
+        None
+        if previous is None
+        else SharedPrefix(
+            previous, grouped, tokenizer, None if grouped.recounted else dict(chunk_tokens)
+        )
+    )
     return ContextBuildResult(
         messages=grouped.messages,
         token_count=grouped.token_count,
@@ -106,17 +113,35 @@ def report(
 class SharedPrefix:
     """Works out, when first asked, how many leading tokens two builds' requests share."""
 
-    __slots__ = ("_messages", "_previous", "_tokenizer")
+    __slots__ = ("_chunk_tokens", "_messages", "_previous", "_tokenizer")
 
     def __init__(
-        self, previous: ContextBuildResult, grouped: Grouped, tokenizer: Tokenizer
+        self,
+        previous: ContextBuildResult,
+        grouped: Grouped,
+        tokenizer: Tokenizer,
+        chunk_tokens: dict[str, int] | None,
     ) -> None:
         self._previous = previous.messages
         self._messages = grouped.messages
         self._tokenizer = tokenizer
+        # Segment counts of this build's chunks when they add up to their messages'.
+        self._chunk_tokens = chunk_tokens
 
     def __call__(self) -> int:
-        return shared_prefix_tokens(self._previous, self._messages, self._tokenizer)
+        return shared_prefix_tokens(
+            self._messages, self._previous, self._tokenizer, self._content_tokens
+        )
+
+    def _content_tokens(self, message: object) -> int | None:
+        """A body message's content tokens: the sum of its chunks' segment counts."""
+        counts = self._chunk_tokens
+        if counts is None or not isinstance(message, ContextMessage) or message.role == "system":
+            return None  # the system message may hold the system prompt, not counted here
+        try:
+            return sum(counts[chunk_id] for chunk_id in message.chunk_ids)
+        except KeyError:
+            return None
 
     def messages(self) -> int:
         """How many leading messages the two builds share whole."""
