@@ -175,7 +175,9 @@ def budget_label(budget: int | None) -> str:
     return "all fits" if budget is None else f"{budget // 1000}k"
 
 
-def compare(before: Side, after: Side, log: Callable[[str], None]) -> list[dict[str, Any]]:
+def compare(
+    before: Side, after: Side, log: Callable[[str], None], workloads: Sequence[str] = WORKLOADS
+) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     sides = {"before": before, "after": after}
 
@@ -189,7 +191,7 @@ def compare(before: Side, after: Side, log: Callable[[str], None]) -> list[dict[
     def median(replies: list[dict[str, Any]], key: str = "seconds") -> float:
         return float(statistics.median(r[key] for r in replies))
 
-    for workload in WORKLOADS:
+    for workload in workloads:
         for side in sides.values():
             side.ask(op="load", workload=workload)
         built = alternate(repeats(workload, 0), "construct", workload=workload)
@@ -257,6 +259,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("after", type=Path, nargs="?", help="checkout of the later commit")
     parser.add_argument("--output", type=Path, help="write the table here too")
     parser.add_argument("--after-content", choices=("escape", "cdata"), help="after's mode")
+    parser.add_argument(
+        "--quick", action="store_true", help="the trajectories and gen 100 only (~1 min)"
+    )
     parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--dump", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -282,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         before = Side(args.before, directory, None)
         after = Side(args.after, directory, args.after_content)
         try:
-            rows = compare(before, after, log)
+            rows = compare(before, after, log, WORKLOADS[:4] if args.quick else WORKLOADS)
         finally:
             before.close()
             after.close()
