@@ -67,8 +67,10 @@ class HistoryCache:
     )
 
     def __init__(self) -> None:
-        self.renderings: dict[ChainKey, list[RenderedChunk | None]] = {}
-        self.counts: dict[CountKey, list[int | None]] = {}
+        # By position: only the chunks a build reached (a cold build of a long history
+        # must not pay for its length).
+        self.renderings: dict[ChainKey, dict[int, RenderedChunk]] = {}
+        self.counts: dict[CountKey, dict[int, int]] = {}
         # Long chunks counted in part: position -> (tokens counted, characters counted).
         self.partial_counts: dict[CountKey, dict[int, tuple[int, int]]] = {}
         # Roles of long chunks not rendered whole yet: position -> role.
@@ -166,19 +168,14 @@ class ChunkCosts:
         self,
         cache: HistoryCache,
         items: list[Chunk],
-        length: int,
         chain_key: ChainKey,
         renderer: ChunkRendering,
         tokenizer: Tokenizer,
         count_key: CountKey,
         adds_up: bool,
     ) -> None:
-        rendered = cache.renderings.setdefault(chain_key, [])
-        if len(rendered) < length:
-            rendered.extend([None] * (length - len(rendered)))
-        tokens = cache.counts.setdefault(count_key, [])
-        if len(tokens) < length:
-            tokens.extend([None] * (length - len(tokens)))
+        rendered = cache.renderings.setdefault(chain_key, {})
+        tokens = cache.counts.setdefault(count_key, {})
         self._items = items
         self._rendered = rendered
         self._tokens = tokens
@@ -189,13 +186,13 @@ class ChunkCosts:
         self.adds_up = adds_up
 
     def rendered(self, position: int) -> RenderedChunk:
-        found = self._rendered[position]
+        found = self._rendered.get(position)
         if found is None:
             found = self._rendered[position] = self._renderer.render(self._items[position])
         return found
 
     def role(self, position: int) -> Role:
-        found = self._rendered[position]
+        found = self._rendered.get(position)
         if found is not None:
             return found.role
         if not _is_long(self._items[position]):
@@ -205,9 +202,13 @@ class ChunkCosts:
             role = self._roles[position] = self._renderer.role(self._items[position])
         return role
 
+    def known_counts(self, length: int) -> dict[int, int]:
+        """Every count known of the first ``length`` chunks, by position."""
+        return {p: t for p, t in self._tokens.items() if p < length}
+
     def known_tokens(self, position: int) -> int | None:
         """The tokens of ``position`` if they were counted (or seeded) already."""
-        return self._tokens[position]
+        return self._tokens.get(position)
 
     def seed(self, position: int, tokens: int) -> None:
         """Record a count known from elsewhere (a store's cache) so it is not counted again."""
@@ -215,7 +216,7 @@ class ChunkCosts:
 
     def measure(self, position: int) -> int:
         """Tokens of the segment at ``position`` (its XML and the newline after it)."""
-        found = self._tokens[position]
+        found = self._tokens.get(position)
         if found is None:
             found = self._tokens[position] = self._count(self.rendered(position).segment)
         return found
@@ -224,7 +225,7 @@ class ChunkCosts:
         """The tokens of ``position`` if at most ``limit``; None if it cannot fit."""
         if limit <= 0:
             return None
-        tokens = self._tokens[position]
+        tokens = self._tokens.get(position)
         if tokens is None:
             if self.adds_up:
                 return self._count_within(position, limit)
@@ -232,7 +233,7 @@ class ChunkCosts:
         return tokens if tokens <= limit else None
 
     def _count_within(self, position: int, limit: int) -> int | None:
-        if self._rendered[position] is None and _is_long(self._items[position]):
+        if position not in self._rendered and _is_long(self._items[position]):
             prefix = self._renderer.render_prefix(self._items[position], prefix_chars(limit))
             if prefix is not None:
                 counted = self._count_pieces(position, prefix, limit, whole=False)

@@ -129,7 +129,7 @@ class ContextBuilder:
         if last is not None and last.length > length:
             last = None
         costs = ChunkCosts(
-            cache, items, length, count_key[0], _Rendering(self), tokenizer, count_key, adds_up
+            cache, items, count_key[0], _Rendering(self), tokenizer, count_key, adds_up
         )
         candidates = filter_candidates(items, length, opts, state.index_of)  # 1. filter
         units = cache.units_index(state.shared_history, length)
@@ -268,11 +268,11 @@ class ContextBuilder:
         return (self._chain_keys()[1], tokenizer_key), adds_up
 
     def _chunk_costs(
-        self, cache: HistoryCache, items: list[Chunk], length: int, tokenizer: Tokenizer
+        self, cache: HistoryCache, items: list[Chunk], tokenizer: Tokenizer
     ) -> tuple[ChunkCosts, CountKey]:
         count_key, adds_up = self._count_key(tokenizer)
         costs = ChunkCosts(
-            cache, items, length, count_key[0], _Rendering(self), tokenizer, count_key, adds_up
+            cache, items, count_key[0], _Rendering(self), tokenizer, count_key, adds_up
         )
         return costs, count_key
 
@@ -287,14 +287,9 @@ class ContextBuilder:
         history = state.shared_history
         with history.lock:
             costs, _ = self._chunk_costs(
-                self._caches.for_history(history), history.items, len(state), tokenizer
+                self._caches.for_history(history), history.items, tokenizer
             )
-            found = {}
-            for position in range(len(state)):
-                tokens = costs.known_tokens(position)
-                if tokens is not None:
-                    found[position] = tokens
-            return found
+            return costs.known_counts(len(state))
 
     def seed_token_counts(
         self, state: MemoryState, tokenizer: Tokenizer, counts: Mapping[int, int]
@@ -306,7 +301,7 @@ class ContextBuilder:
         history = state.shared_history
         with history.lock:
             costs, _ = self._chunk_costs(
-                self._caches.for_history(history), history.items, len(state), tokenizer
+                self._caches.for_history(history), history.items, tokenizer
             )
             for position, tokens in counts.items():
                 if 0 <= position < len(state):
@@ -327,7 +322,7 @@ class ContextBuilder:
             if position is None or history.items[position] is not chunk:
                 continue
             with history.lock:
-                costs, _ = self._chunk_costs(cache, history.items, position + 1, tokenizer)
+                costs, _ = self._chunk_costs(cache, history.items, tokenizer)
                 costs.seed(position, count)
 
     def tokens(self, chunk: Chunk, tokenizer: Tokenizer) -> int:
@@ -342,7 +337,7 @@ class ContextBuilder:
                 continue
             with history.lock:
                 costs, _ = self._chunk_costs(
-                    self._caches.for_history(history), history.items, position + 1, tokenizer
+                    self._caches.for_history(history), history.items, tokenizer
                 )
                 found = costs.known_tokens(position)
             if found is not None:
