@@ -101,7 +101,7 @@ def test_a_build_records_its_budget_count_and_what_was_left_out(
         "included": len(result.included_chunk_ids),
         "excluded": len(result.excluded_chunk_ids),
         "tokens_reused": 0, "tokens_counted": event.payload["tokens_counted"],
-        "prefix_tokens_shared": 0,
+        "prefix_tokens_shared": 0, "chunks_read": 9,
     }  # fmt: skip
     assert event.payload["tokens_counted"] >= len(result.included_chunk_ids)
 

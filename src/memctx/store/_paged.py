@@ -507,7 +507,8 @@ def _seed(
     state: MemoryState,
     fresh: int,
 ) -> int:
-    """Seed the builder with the counts known for the reach's positions it has not seen."""
+    """Seed the builder with the counts known for the reach's positions it has not seen;
+    how many of the reach's counts were stored before this build."""
     seeded = thread.seeded.setdefault(builder, {})
     begin = min(fresh, seeded.get(counts_key, 0))
     counts, index = thread.counts, thread.reach_index
@@ -516,7 +517,7 @@ def _seed(
         builder.seed_token_counts(state, tokenizer, seeds)
     seeded[counts_key] = len(state)
     stored = thread.stored
-    return sum(1 for p in seeds if index[p] in stored)
+    return sum(1 for i in index if i in stored)
 
 
 def _new_counts(
