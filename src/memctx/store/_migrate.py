@@ -14,7 +14,7 @@ from typing import Final
 
 from sqlalchemy import Boolean, Connection, bindparam, text
 
-from memctx.store._schema import SCHEMA_VERSION, row_to_chunk, unit_columns
+from memctx.store._schema import LIGHT_INDEX_COLUMNS, SCHEMA_VERSION, row_to_chunk, unit_columns
 
 
 def _v1_to_v2(connection: Connection) -> None:
@@ -53,10 +53,17 @@ def _v2_to_v3(connection: Connection) -> None:
     """Version 3 adds the light columns a paged build reads instead of content.
 
     Every stored chunk's unit key, opener flag and pin are filled in from its
-    row (the same function fills them on insert), a page of rows at a time.
+    row (the same function fills them on insert), a page of rows at a time;
+    then the covering index over them is made.
     """
     for statement in _V3_COLUMNS:
         connection.execute(text(statement))
+    _fill_v3(connection)
+    columns = ", ".join(LIGHT_INDEX_COLUMNS)
+    connection.execute(text(f"CREATE INDEX memctx_chunks_light ON memctx_chunks ({columns})"))
+
+
+def _fill_v3(connection: Connection) -> None:
     last: tuple[str, int] = ("", -1)
     while True:
         rows = connection.execute(

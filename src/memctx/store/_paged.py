@@ -144,7 +144,6 @@ class PagedThread:
         self.members: dict[str, list[int]] = {}
         """Every member of a unit, for the units looked up so far (kept current)."""
         self.positions: dict[str, int] | None = None
-        self.index_of_seq: dict[int, int] = {}
         # What was read: chunks and counts by index; counts under ``counts_key``.
         self.chunks: dict[int, Chunk] = {}
         self.counts_key: Hashable = None
@@ -178,9 +177,8 @@ class PagedThread:
                 list(columns[2]),
             )
             thread.units = list(columns[3])
-            thread.openers = [bool(o) for o in columns[4]]
-            pinned = columns[5]
-            thread.flagged = [i for i, p in enumerate(pinned) if p]
+            thread.openers = list(columns[4])  # bools, or 0 and 1 from SQLite
+            thread.flagged = [i for i, p in enumerate(columns[5]) if p]
         n = len(thread.seqs)
         thread.system = [i for i, t in enumerate(thread.types) if t == "SYSTEM"]
         first = dict(zip(reversed(thread.units), range(n - 1, -1, -1), strict=True))
@@ -191,13 +189,12 @@ class PagedThread:
             u for u, o in zip(units, openers, strict=True) if u is not None and not o
         }
         thread.pending = {i for u, i in first.items() if u not in thread.answered and openers[i]}
-        thread.index_of_seq = dict(zip(thread.seqs, range(n), strict=True))
         return thread
 
     def extend(self, start: Start) -> None:
         """Add the rows appended since (with their content and stored counts)."""
         for row in start.appended:
-            if row.seq in self.index_of_seq:
+            if row.seq <= self.after_seq:  # read by a build that ran meanwhile
                 continue
             chunk = row_to_chunk(row)
             light = unit_columns(chunk)
@@ -209,7 +206,6 @@ class PagedThread:
             opener: bool = light["unit_opener"]
             self.units.append(unit)
             self.openers.append(opener)
-            self.index_of_seq[row.seq] = i
             if self.positions is not None:
                 self.positions[chunk.id] = i
             if chunk.type is ChunkType.SYSTEM:
@@ -235,16 +231,16 @@ class PagedThread:
                 self.stored.add(i)
         self.after_seq = max(self.after_seq, start.after_seq)
 
-    def add_rows(self, rows: dict[int, Any], counts: dict[int, int]) -> None:
-        """Add rows read by sequence number, with their stored counts."""
-        for seq, row in rows.items():
-            i = self.index_of_seq[seq]
+    def add_rows(self, indexes: list[int], rows: dict[int, Any], counts: dict[int, int]) -> None:
+        """Add the rows read for ``indexes`` (by sequence number), with their stored counts."""
+        for i in indexes:
+            seq = self.seqs[i]
             if i not in self.chunks:
-                self.chunks[i] = row_to_chunk(row)
-        for seq, count in counts.items():
-            i = self.index_of_seq[seq]
-            self.counts[i] = count
-            self.stored.add(i)
+                self.chunks[i] = row_to_chunk(rows[seq])
+            count = counts.get(seq)
+            if count is not None:
+                self.counts[i] = count
+                self.stored.add(i)
 
     def use_counts(self, key: Hashable) -> None:
         """Keep counts under ``key`` from now on (rows read under another key are read again)."""
@@ -463,7 +459,7 @@ def paged_build(
             )
         read += len(rows)
         with kept.lock:
-            kept.add_rows(rows, counts if tokenizer_key is not None else {})
+            kept.add_rows(found.read, rows, counts if tokenizer_key is not None else {})
             found = plan(kept, options, filters, count)
     with kept.lock:
         state, fresh = _reach_state(kept, found.reach, thread_id)
@@ -527,6 +523,6 @@ def _new_counts(
     index, stored, counts = thread.reach_index, thread.stored, thread.counts
     for position, tokens in builder.token_counts(state, tokenizer).items():
         counts.setdefault(index[position], tokens)
-    new = {thread.seqs[i]: tokens for i, tokens in counts.items() if i not in stored}
-    stored.update(thread.index_of_seq[s] for s in new)
-    return new
+    new = [i for i in counts if i not in stored]
+    stored.update(new)
+    return {thread.seqs[i]: counts[i] for i in new}

@@ -206,6 +206,16 @@ def _rows(session: Session, statement: Any, params: Mapping[str, Any]) -> Result
     return session.connection().execute(statement, params)
 
 
+def _raw_rows(session: Session, statement: Any, params: Mapping[str, Any]) -> list[Any]:
+    """The DBAPI's own rows (tuples, no type processing) of a statement of plain columns:
+    a tenth of the cost per row, for reads of every row of a thread."""
+    result = session.connection().execute(statement, params)
+    try:
+        return list(result.cursor.fetchall())
+    finally:
+        result.close()
+
+
 def _counted(rows: list[Row[Any]]) -> list[Row[Any]]:
     ROWS_READ.add(len(rows))
     return rows
@@ -253,18 +263,18 @@ def visible_light_rows(session: Session, batch: BatchRow) -> list[tuple[Any, ...
     ``batch``, in view order: what a paged build reads of every chunk (no content)."""
     view = batch_view(batch)
     params = {"thread_id": batch.thread_id, "base_seq": 0 if view is None else batch.base_seq}
-    appended = [tuple(r) for r in _rows(session, _LIGHT_APPENDED, params)]
+    appended = _raw_rows(session, _LIGHT_APPENDED, params)
     if view is None:
         return appended
     found: dict[int, tuple[Any, ...]] = {}
     if len(view) > 4 * _IN_CHUNK:
         wanted = set(view)
-        rows = _rows(session, _LIGHT_ALL, {"thread_id": batch.thread_id})
-        found = {r[0]: tuple(r) for r in rows if r[0] in wanted}
+        rows = _raw_rows(session, _LIGHT_ALL, {"thread_id": batch.thread_id})
+        found = {r[0]: r for r in rows if r[0] in wanted}
     else:
         for part in _parts(view):
-            rows = _rows(session, _LIGHT_BY_SEQ, {"thread_id": batch.thread_id, "seqs": part})
-            found.update((r[0], tuple(r)) for r in rows)
+            params = {"thread_id": batch.thread_id, "seqs": part}
+            found.update((r[0], r) for r in _raw_rows(session, _LIGHT_BY_SEQ, params))
     missing = [s for s in view if s not in found]
     if missing:
         raise StoreError(

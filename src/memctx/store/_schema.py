@@ -145,6 +145,20 @@ class ThreadRow(StoreModel, table=True):
     )
 
 
+LIGHT_INDEX_COLUMNS: Final = (
+    "thread_id",
+    "seq",
+    "origin",
+    "chunk_id",
+    "type",
+    "unit_key",
+    "unit_opener",
+    "pinned",
+)
+"""A covering index of what a paged build reads of every visible chunk: the database
+reads it without touching the rows, whose content may be long."""
+
+
 class ChunkRow(StoreModel, table=True):
     """One stored chunk. Rows are written once and never changed."""
 
@@ -152,6 +166,7 @@ class ChunkRow(StoreModel, table=True):
     __table_args__ = (
         UniqueConstraint("thread_id", "chunk_id", name="memctx_chunks_thread_chunk_id"),
         ForeignKeyConstraint(["thread_id"], ["memctx_threads.id"], ondelete="CASCADE"),
+        Index("memctx_chunks_light", *LIGHT_INDEX_COLUMNS),
     )
 
     thread_id: str = Field(primary_key=True)
