@@ -492,6 +492,8 @@ def _reach_state(
     thread.seeded = weakref.WeakKeyDictionary()
     keep = set(reach)
     thread.chunks = {i: c for i, c in thread.chunks.items() if i in keep}
+    thread.counts = {i: c for i, c in thread.counts.items() if i in keep}
+    thread.stored &= keep
     return thread.reach, 0
 
 
@@ -523,6 +525,6 @@ def _new_counts(
     index, stored, counts = thread.reach_index, thread.stored, thread.counts
     for position, tokens in builder.token_counts(state, tokenizer).items():
         counts.setdefault(index[position], tokens)
-    new = [i for i in counts if i not in stored]
+    new = [i for i in index if i in counts and i not in stored]
     stored.update(new)
     return {thread.seqs[i]: counts[i] for i in new}
