@@ -339,7 +339,7 @@ def plan(
         if newest is not None:
             seeds.add(newest)
     units = thread.units
-    pinned = seeds | set(thread.members_of(_keys(units, seeds)))
+    pinned_units = _keys(units, seeds)  # their other members are pinned too
     # The chunks named by include_only_chunk_ids are read too (the build looks them up).
     named = {
         position
@@ -357,7 +357,7 @@ def plan(
             )
             return Plan([j for j in range(i, max(-1, i - page), -1) if j not in chunks])
         start = i
-        if not is_candidate(i) or i in pinned:
+        if not is_candidate(i) or i in seeds or units[i] in pinned_units:
             continue
         tokens = counts.get(i)
         if tokens is None:
@@ -368,7 +368,7 @@ def plan(
             break
     else:
         start = 0
-    reach = set(range(start, n)) | pinned | named
+    reach = set(range(start, n)) | seeds | named
     reach.update(thread.members_of(_keys(units, reach)))
     missing = sorted(i for i in reach if i not in chunks)
     if missing:
