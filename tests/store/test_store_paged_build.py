@@ -26,7 +26,7 @@ from memctx import (
     create_builder,
     create_tokenizer,
 )
-from memctx.store import CONTEXT_BUILT, MemoryStore
+from memctx.store import CONTEXT_BUILT, MemoryStore, _paged
 from memctx.store._paged import FIRST_PAGE
 from memctx.store._queries import ROWS_READ
 from strategies import agent_runs
@@ -46,19 +46,19 @@ def same_build(result: ContextBuildResult, expected: ContextBuildResult) -> None
     assert result.chunk_tokens == expected.chunk_tokens
 
 
-def build_both(store: MemoryStore, thread_id: str, options: dict[str, Any]) -> bool:
+def build_both(store: MemoryStore, thread_id: str, options: dict[str, Any]) -> str:
     """A store build and a fresh builder's build of the current state agree (or fail alike);
-    whether the store read fewer rows than are visible."""
+    how the store read the thread."""
     state = store.get_current_state(thread_id)
     try:
         expected = create_builder().build(state, **options)
     except MemctxError as exc:
         with pytest.raises(type(exc)):
             store.build(thread_id, **options)
-        return False
+        return f"failed alike: {type(exc).__name__}"
     same_build(store.build(thread_id, **options), expected)
     payload = store.events(thread_id, CONTEXT_BUILT)[-1].payload
-    return bool(payload["chunks_read"] < payload["visible"])
+    return "paged" if payload["chunks_read"] < payload["visible"] else "read in full"
 
 
 steps = st.lists(
@@ -66,6 +66,8 @@ steps = st.lists(
         st.tuples(st.just("append"), st.integers(1, 12)),
         st.tuples(st.just("build"), st.integers(0, 2**32)),
         st.tuples(st.just("truncate"), st.integers(1, 30)),
+        st.tuples(st.just("insert"), st.integers(0, 60)),
+        st.tuples(st.just("clear"), st.booleans()),
         st.tuples(st.just("rollback"), st.integers(0, 3)),
         st.just(("restart",)),
     ),
@@ -74,15 +76,23 @@ steps = st.lists(
 )
 
 
+@pytest.fixture
+def small_pages(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pages of a few rows, so that short histories are read in several pages too."""
+    monkeypatch.setattr(_paged, "FIRST_PAGE", 3)
+    monkeypatch.setattr(_paged, "MIN_PAGE", 2)
+
+
 class TestPagedBuildsEqualInMemoryBuilds:
     @settings(
-        max_examples=40,
+        max_examples=60,
         deadline=None,
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
     )
-    @given(history=agent_runs(max_steps=60), plan=steps, data=st.data())
+    @given(history=agent_runs(max_steps=80), plan=steps, data=st.data())
     def test_any_history_and_options_build_as_in_memory(
         self,
+        small_pages: None,
         open_store: Any,
         history: MemoryState,
         plan: list[tuple[Any, ...]],
@@ -92,6 +102,9 @@ class TestPagedBuildsEqualInMemoryBuilds:
         thread_id = f"p{next(_threads)}"
         store.create_thread(thread_id)
         pending = list(history)
+        first = MemoryState(pending[: len(pending) // 2])
+        store.append(thread_id, *first)
+        del pending[: len(first)]
         try:
             for step in [*plan, ("build", 0)]:
                 name = step[0]
@@ -100,6 +113,11 @@ class TestPagedBuildsEqualInMemoryBuilds:
                     del pending[: step[1]]
                 elif name == "truncate":
                     store.truncate(thread_id, keep_last=step[1])
+                elif name == "insert" and pending:
+                    visible = len(store.get_current_state(thread_id))
+                    store.insert(thread_id, min(step[1], visible), pending.pop(0))
+                elif name == "clear":
+                    store.clear(thread_id, keep_system=step[1])
                 elif name == "rollback":
                     batches = store.batches(thread_id)
                     store.rollback(thread_id, batch=batches[min(step[1], len(batches) - 1)].number)
@@ -107,18 +125,23 @@ class TestPagedBuildsEqualInMemoryBuilds:
                     store.close()
                     store = open_store()
                 elif name == "build":
-                    state = store.get_current_state(thread_id)
-                    options = data.draw(build_options(state), label="options")
-                    if options["strategy"] != "recent" and data.draw(st.booleans()):
-                        options["strategy"] = "recent"  # mostly paged
-                    paged = build_both(store, thread_id, options)
-                    event("paged" if paged else "read in full")
+                    # Named chunks come from the first append (they may be hidden since).
+                    options = data.draw(build_options(first), label="options")
+                    if data.draw(st.integers(0, 3), label="paged"):  # mostly paged
+                        options["strategy"] = "recent"
+                        options["max_tokens"] = data.draw(st.integers(60, 600))
+                        options.pop("reserve_tokens", None)
+                        visible = set(store.get_current_state(thread_id).ids)
+                        for field in ("pinned_chunk_ids", "include_only_chunk_ids"):
+                            if field in options:  # named chunks that are still visible
+                                options[field] = [i for i in options[field] if i in visible]
+                    event(build_both(store, thread_id, options))
                     # The same build again: answered from what the store kept.
                     build_both(store, thread_id, options)
         finally:
             store.close()
 
-    def test_a_rebuild_after_appends_sees_them(self, store: MemoryStore) -> None:
+    def test_a_rebuild_after_appends_sees_them(self, small_pages: None, store: MemoryStore) -> None:
         tokenizer = create_tokenizer("gpt-4o")
         store.create_thread("t")
         store.append("t", *(chunks.user("word " * 40, id=f"u{i}") for i in range(50)))

@@ -57,6 +57,9 @@ class BuiltState:
     batch: int
     state: MemoryState
     seqs: tuple[int, ...]
+    after_seq: int = 0
+    """The highest appended sequence number seen: the next build reads the rows after it
+    (not after ``seqs[-1]``: a view may end with an older chunk than ones it hides)."""
 
 
 class BuiltStates:
@@ -113,6 +116,7 @@ class Loaded:
     seqs: list[int]
     cached: dict[int, int]
     base: BuiltState | None = None
+    after_seq: int = 0
 
 
 @attrs.frozen
@@ -162,10 +166,13 @@ def load_build(
         and base.created_at == thread.created_at
         and base.seqs
     ):
-        rows = appended_rows_after(session, thread_id, base.seqs[-1])
+        rows = appended_rows_after(session, thread_id, base.after_seq)
+        after = max([base.after_seq, *(r.seq for r in rows[-1:])])
     else:
         base = None
-        rows = visible_rows(session, get_batch(session, thread_id, thread.batch))
+        batch = get_batch(session, thread_id, thread.batch)
+        rows = visible_rows(session, batch)
+        after = max([0 if batch.view is None else batch.base_seq, *(r.seq for r in rows[-1:])])
     cached = {} if tokenizer is None else load_counts(session, thread_id, tokenizer, renderer)
     return Loaded(
         thread_id,
@@ -175,6 +182,7 @@ def load_build(
         [r.seq for r in rows],
         cached,
         base,
+        after,
     )
 
 
@@ -209,7 +217,7 @@ def build_loaded(
         counted=len(counted),
         read=len(loaded.chunks),
     )
-    built = BuiltState(loaded.created_at, loaded.batch, state, seqs)
+    built = BuiltState(loaded.created_at, loaded.batch, state, seqs, loaded.after_seq)
     return result, Built(key, renderer_key(builder), counted, payload, built)
 
 

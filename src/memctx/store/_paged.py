@@ -58,6 +58,8 @@ from memctx.typing import Tokenizer
 
 FIRST_PAGE = 64
 """Rows read in the first page of a thread's newest chunks."""
+MIN_PAGE = 16
+"""The fewest rows read in a later page (sized by the tokens per row seen so far)."""
 REACH_SLACK = 4
 """A kept reach is made anew once it holds this many times the rows a build needs (+1,024)."""
 
@@ -352,9 +354,9 @@ def plan(
     for i in range(n - 1, -1, -1):
         if i not in chunks:
             rate = total // measured if measured else 0
-            page = (
-                FIRST_PAGE if not rate else max(16, (budget - total) // max(rate, 1) * 5 // 4 + 16)
-            )
+            page = FIRST_PAGE
+            if rate:
+                page = max(MIN_PAGE, (budget - total) // rate * 5 // 4 + MIN_PAGE)
             return Plan([j for j in range(i, max(-1, i - page), -1) if j not in chunks])
         start = i
         if not is_candidate(i) or i in seeds or units[i] in pinned_units:
