@@ -32,7 +32,8 @@ from memctx._chunk import Chunk
 from memctx._options import BuildOptions
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
-from memctx.store._paged import PagedBuilt, PagedThread, Read
+from memctx.store._paged import PagedBuilt, Read
+from memctx.store._paged_thread import PagedThread
 from memctx.store._queries import (
     appended_rows_after,
     check_thread_id,
