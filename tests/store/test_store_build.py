@@ -101,7 +101,7 @@ def test_a_build_records_its_budget_count_and_what_was_left_out(
         "included": len(result.included_chunk_ids),
         "excluded": len(result.excluded_chunk_ids),
         "tokens_reused": 0, "tokens_counted": event.payload["tokens_counted"],
-        "prefix_tokens_shared": 0,
+        "prefix_tokens_shared": 0, "chunks_read": 9,
     }  # fmt: skip
     assert event.payload["tokens_counted"] >= len(result.included_chunk_ids)
 
@@ -277,3 +277,15 @@ def test_a_view_change_between_builds_is_seen_by_the_next_build(
 
     assert result.included_chunk_ids == (*store.get_current_state(long_thread).ids,)
     assert len(result.included_chunk_ids) == 3
+
+
+def test_a_rebuild_after_a_view_that_hides_newer_chunks_leaves_them_hidden(
+    store: MemoryStore, long_thread: str
+) -> None:
+    tokenizer = create_tokenizer("gpt-4o")
+    store.clear(long_thread, keep_system=True)  # the view ends with an older chunk than it hides
+    first = store.build(long_thread, tokenizer=tokenizer)
+
+    again = store.build(long_thread, tokenizer=tokenizer)
+
+    assert first.included_chunk_ids == again.included_chunk_ids == ("s",)

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from store_apis import BACKENDS, open_with
 
-from memctx import StoreError, chunks, create_tokenizer
+from memctx import StoreError, chunks, create_builder, create_tokenizer
 from memctx.store import SCHEMA_VERSION, SNAPSHOT_STORE_VERSION, MemoryStore
 
 DATA = Path(__file__).parent / "data"
@@ -111,6 +111,39 @@ class TestMigration:
             assert store.get_current_state("chat").ids[-1] == "after"
             assert store.thread_metadata("chat") == {"v": 2}
             assert len(store.get_all_chunks("chat")) == 10
+
+    def test_the_light_columns_of_stored_chunks_are_filled_in(self, old_url: str, api: str) -> None:
+        open_with(api, old_url).close()
+
+        engine = create_engine(old_url)
+        with engine.connect() as connection:
+            rows = connection.execute(
+                text(
+                    "SELECT seq, type, unit_key, unit_opener, pinned FROM memctx_chunks"
+                    " WHERE thread_id = 'chat' ORDER BY seq"
+                )
+            ).all()
+        engine.dispose()
+        units = {seq: (key, bool(opener)) for seq, _, key, opener, _ in rows if key is not None}
+        assert units == {4: ("call:c1", True), 5: ("call:c1", False)}
+        assert not any(pinned for *_, pinned in rows)
+
+    def test_a_paged_build_of_a_migrated_thread_equals_the_in_memory_build(
+        self, old_url: str, api: str
+    ) -> None:
+        tokenizer = create_tokenizer("gpt-4o")
+        with open_with(api, old_url) as store:
+            store.append(
+                "chat", *(chunks.user(f"later {n} " * 10, id=f"later{n}") for n in range(100))
+            )
+            state = store.get_current_state("chat")
+            result = store.build("chat", max_tokens=120, tokenizer=tokenizer)
+            read = store.events("chat")[-1].payload["chunks_read"]
+
+        expected = create_builder().build(state, max_tokens=120, tokenizer=tokenizer)
+        assert result.messages == expected.messages
+        assert result.excluded_chunk_ids == expected.excluded_chunk_ids
+        assert read < len(state)
 
     def test_cached_token_counts_of_another_renderer_chain_are_not_reused(
         self, old_url: str, api: str

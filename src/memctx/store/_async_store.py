@@ -31,7 +31,7 @@ from memctx._options import parse_build_options
 from memctx._progress import Progress
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
-from memctx.store import _build, _snapshot, _thread_ops, _view_ops
+from memctx.store import _build, _paged, _snapshot, _thread_ops, _view_ops
 from memctx.store._context_ops import compact_thread_async, compress_thread_async
 from memctx.store._engine import (
     create_async_store_engine,
@@ -358,9 +358,25 @@ class AsyncMemoryStore:
         builder = builder or self.builder
         parsed = parse_build_options(max_tokens, options)
         keys = _build.cache_keys(builder, parsed)
+        if _paged.pageable(parsed):
+            kept = self._built_states.get_paged(thread_id)
+            steps = _paged.paged_build(kept, thread_id, builder, parsed, keys)
+            try:
+                function, arguments = next(steps)
+                while True:
+                    found = await self._run(False, function, *arguments)
+                    function, arguments = steps.send(found)
+            except StopIteration as stop:
+                kept, paged = stop.value
+            built = _build.paged_built(builder, parsed, kept, paged)
+            await self._run(True, _build.record_build, thread_id, built)
+            self._built_states.put_paged(thread_id, kept)
+            result: ContextBuildResult = paged.result
+            return result
         base = self._built_states.get(thread_id)
         loaded = await self._run(False, _build.load_build, thread_id, *keys, base)
         result, built = _build.build_loaded(builder, loaded, parsed)
         await self._run(True, _build.record_build, thread_id, built)
-        self._built_states.put(thread_id, built.state)
+        if built.state is not None:
+            self._built_states.put(thread_id, built.state)
         return result

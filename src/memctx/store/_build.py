@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from typing import Any
+from collections.abc import Callable, Generator
+from typing import Any, TypeVar
 
 import attrs
 from sqlmodel import Session
@@ -31,6 +32,8 @@ from memctx._chunk import Chunk
 from memctx._options import BuildOptions
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
+from memctx.store._paged import PagedBuilt, Read
+from memctx.store._paged_thread import PagedThread
 from memctx.store._queries import (
     appended_rows_after,
     check_thread_id,
@@ -44,6 +47,8 @@ from memctx.store._queries import (
 from memctx.store._records import CONTEXT_BUILT
 from memctx.store._schema import row_to_chunk
 
+T = TypeVar("T")
+
 
 @attrs.frozen
 class BuiltState:
@@ -53,6 +58,9 @@ class BuiltState:
     batch: int
     state: MemoryState
     seqs: tuple[int, ...]
+    after_seq: int = 0
+    """The highest appended sequence number seen: the next build reads the rows after it
+    (not after ``seqs[-1]``: a view may end with an older chunk than ones it hides)."""
 
 
 class BuiltStates:
@@ -68,10 +76,23 @@ class BuiltStates:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._by_thread: dict[str, BuiltState] = {}
+        self._paged: dict[str, PagedThread] = {}
 
     def get(self, thread_id: str) -> BuiltState | None:
         with self._lock:
             return self._by_thread.get(thread_id)
+
+    def get_paged(self, thread_id: str) -> PagedThread | None:
+        """What paged builds (:mod:`._paged`) keep of the thread."""
+        with self._lock:
+            return self._paged.get(thread_id)
+
+    def put_paged(self, thread_id: str, kept: PagedThread) -> None:
+        with self._lock:
+            self._paged.pop(thread_id, None)
+            self._paged[thread_id] = kept
+            while len(self._paged) > self.THREADS_KEPT:
+                del self._paged[next(iter(self._paged))]
 
     def put(self, thread_id: str, built: BuiltState) -> None:
         with self._lock:
@@ -96,6 +117,7 @@ class Loaded:
     seqs: list[int]
     cached: dict[int, int]
     base: BuiltState | None = None
+    after_seq: int = 0
 
 
 @attrs.frozen
@@ -106,7 +128,7 @@ class Built:
     renderer: str
     counted: dict[int, int]
     payload: dict[str, Any]
-    state: BuiltState
+    state: BuiltState | None
 
 
 def tokenizer_key(tokenizer: object) -> str | None:
@@ -145,10 +167,13 @@ def load_build(
         and base.created_at == thread.created_at
         and base.seqs
     ):
-        rows = appended_rows_after(session, thread_id, base.seqs[-1])
+        rows = appended_rows_after(session, thread_id, base.after_seq)
+        after = max([base.after_seq, *(r.seq for r in rows[-1:])])
     else:
         base = None
-        rows = visible_rows(session, get_batch(session, thread_id, thread.batch))
+        batch = get_batch(session, thread_id, thread.batch)
+        rows = visible_rows(session, batch)
+        after = max([0 if batch.view is None else batch.base_seq, *(r.seq for r in rows[-1:])])
     cached = {} if tokenizer is None else load_counts(session, thread_id, tokenizer, renderer)
     return Loaded(
         thread_id,
@@ -158,6 +183,7 @@ def load_build(
         [r.seq for r in rows],
         cached,
         base,
+        after,
     )
 
 
@@ -183,9 +209,33 @@ def build_loaded(
             seq = seqs[position]
             if seq not in loaded.cached:
                 counted[seq] = count
+    payload = build_payload(
+        loaded.batch,
+        options,
+        result,
+        visible=len(state),
+        reused=len(seeds) if key is not None else 0,
+        counted=len(counted),
+        read=len(loaded.chunks),
+    )
+    built = BuiltState(loaded.created_at, loaded.batch, state, seqs, loaded.after_seq)
+    return result, Built(key, renderer_key(builder), counted, payload, built)
+
+
+def build_payload(
+    batch: int,
+    options: BuildOptions,
+    result: ContextBuildResult,
+    *,
+    visible: int,
+    reused: int,
+    counted: int,
+    read: int,
+) -> dict[str, Any]:
+    """The payload of a ``context.built`` event."""
     included = len(result.included_chunk_ids)
-    payload = {
-        "batch": loaded.batch,
+    return {
+        "batch": batch,
         "max_tokens": options.max_tokens,
         "reserve_tokens": options.reserve_tokens,
         "budget": options.budget,
@@ -194,15 +244,42 @@ def build_loaded(
         "token_count": result.token_count,
         "token_count_exact": result.token_count_exact,
         "messages": len(result.messages),
-        "visible": len(state),
+        "visible": visible,
         "included": included,
-        "excluded": len(state) - included,
-        "tokens_reused": len(seeds) if key is not None else 0,
-        "tokens_counted": len(counted),
+        "excluded": visible - included,
+        "tokens_reused": reused,
+        "tokens_counted": counted,
         "prefix_tokens_shared": result.prefix_tokens_shared,
+        "chunks_read": read,
     }
-    built = BuiltState(loaded.created_at, loaded.batch, state, seqs)
-    return result, Built(key, renderer_key(builder), counted, payload, built)
+
+
+def paged_built(
+    builder: ContextBuilder, options: BuildOptions, kept: PagedThread, built: PagedBuilt
+) -> Built:
+    """What a paged build (:mod:`._paged`) writes back."""
+    key = tokenizer_key(options.tokenizer or builder.tokenizer)
+    payload = build_payload(
+        kept.batch,
+        options,
+        built.result,
+        visible=built.visible,
+        reused=built.reused if key is not None else 0,
+        counted=len(built.counted),
+        read=built.read,
+    )
+    return Built(key, renderer_key(builder), built.counted, payload, None)
+
+
+def drive(steps: Generator[Read, Any, T], run: Callable[..., Any]) -> T:
+    """Run a paged build's reads, each with ``run(function, *arguments)``; its return value."""
+    try:
+        request = next(steps)
+        while True:
+            function, arguments = request
+            request = steps.send(run(function, *arguments))
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
 
 
 def record_build(session: Session, thread_id: str, built: Built) -> None:

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Boolean, Connection, bindparam, text
 
-from memctx.store._schema import SCHEMA_VERSION
+from memctx.store._schema import LIGHT_INDEX_COLUMNS, SCHEMA_VERSION, row_to_chunk, unit_columns
 
 
 def _v1_to_v2(connection: Connection) -> None:
@@ -37,7 +37,57 @@ def _v1_to_v2(connection: Connection) -> None:
             )
 
 
-STEPS: Final[dict[int, Callable[[Connection], None]]] = {1: _v1_to_v2}
+_V3_COLUMNS: Final = (
+    "ALTER TABLE memctx_chunks ADD COLUMN unit_key VARCHAR",
+    "ALTER TABLE memctx_chunks ADD COLUMN unit_opener BOOLEAN NOT NULL DEFAULT false",
+    "ALTER TABLE memctx_chunks ADD COLUMN pinned BOOLEAN NOT NULL DEFAULT false",
+)
+_V3_FILL: Final = text(
+    "UPDATE memctx_chunks SET unit_key = :unit_key, unit_opener = :unit_opener, "
+    "pinned = :pinned WHERE thread_id = :t AND seq = :s"
+).bindparams(bindparam("unit_opener", type_=Boolean()), bindparam("pinned", type_=Boolean()))
+_V3_PAGE: Final = 5_000
+
+
+def _v2_to_v3(connection: Connection) -> None:
+    """Version 3 adds the light columns a paged build reads instead of content.
+
+    Every stored chunk's unit key, opener flag and pin are filled in from its
+    row (the same function fills them on insert), a page of rows at a time;
+    then the covering index over them is made.
+    """
+    for statement in _V3_COLUMNS:
+        connection.execute(text(statement))
+    _fill_v3(connection)
+    columns = ", ".join(LIGHT_INDEX_COLUMNS)
+    connection.execute(text(f"CREATE INDEX memctx_chunks_light ON memctx_chunks ({columns})"))
+
+
+def _fill_v3(connection: Connection) -> None:
+    last: tuple[str, int] = ("", -1)
+    while True:
+        rows = connection.execute(
+            text(
+                "SELECT thread_id, seq, chunk_id, type, role, action, subtype, content,"
+                " metadata AS meta, priority, created_at FROM memctx_chunks"
+                " WHERE thread_id > :t OR (thread_id = :t AND seq > :s)"
+                " ORDER BY thread_id, seq LIMIT :n"
+            ),
+            {"t": last[0], "s": last[1], "n": _V3_PAGE},
+        ).all()
+        if not rows:
+            return
+        filled = []
+        for row in rows:
+            columns = unit_columns(row_to_chunk(row))
+            if columns["unit_key"] is not None or columns["pinned"]:
+                filled.append({**columns, "t": row.thread_id, "s": row.seq})
+        if filled:
+            connection.execute(_V3_FILL, filled)
+        last = (rows[-1].thread_id, rows[-1].seq)
+
+
+STEPS: Final[dict[int, Callable[[Connection], None]]] = {1: _v1_to_v2, 2: _v2_to_v3}
 """The step from each older version to the next one."""
 
 

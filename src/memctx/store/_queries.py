@@ -12,6 +12,7 @@ chunks measurably slower.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
@@ -59,6 +60,20 @@ _APPENDED_ROWS: Final = _ALL_ROWS.where(*_APPENDED).order_by(col(ChunkRow.seq))
 _APPENDED_SEQS: Final = (
     select(col(ChunkRow.seq)).where(_OF_THREAD, *_APPENDED).order_by(col(ChunkRow.seq))
 )
+_LIGHT: Final = tuple(
+    col(c)
+    for c in (
+        ChunkRow.seq,
+        ChunkRow.chunk_id,
+        ChunkRow.type,
+        ChunkRow.unit_key,
+        ChunkRow.unit_opener,
+        ChunkRow.pinned,
+    )
+)
+_LIGHT_APPENDED: Final = select(*_LIGHT).where(_OF_THREAD, *_APPENDED).order_by(col(ChunkRow.seq))
+_LIGHT_ALL: Final = select(*_LIGHT).where(_OF_THREAD)
+_LIGHT_BY_SEQ: Final = _LIGHT_ALL.where(col(ChunkRow.seq).in_(bindparam("seqs", expanding=True)))
 _THREAD_OF_CHUNK: Final = (
     select(col(ChunkRow.thread_id)).where(col(ChunkRow.chunk_id) == bindparam("chunk_id")).limit(1)
 )
@@ -166,14 +181,49 @@ def batch_view(batch: BatchRow) -> list[int] | None:
 # -- chunk rows ---------------------------------------------------------------------------
 
 
+class RowsRead:
+    """How many chunk rows with their content this process has read (for tests and tuning)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+
+    @property
+    def count(self) -> int:
+        return self._count
+
+    def add(self, rows: int) -> None:
+        with self._lock:
+            self._count += rows
+
+
+ROWS_READ: Final = RowsRead()
+"""Chunk rows read with their content, by every store of this process."""
+
+
 def _rows(session: Session, statement: Any, params: Mapping[str, Any]) -> Result[Any]:
     """Run a chunk-row statement on the session's connection: rows without the ORM's layer."""
     return session.connection().execute(statement, params)
 
 
+def _raw_rows(session: Session, statement: Any, params: Mapping[str, Any]) -> list[Any]:
+    """The DBAPI's own rows (tuples, no type processing) of a statement of plain columns:
+    a tenth of the cost per row, for reads of every row of a thread."""
+    result = session.connection().execute(statement, params)
+    try:
+        return list(result.cursor.fetchall())
+    finally:
+        result.close()
+
+
+def _counted(rows: list[Row[Any]]) -> list[Row[Any]]:
+    ROWS_READ.add(len(rows))
+    return rows
+
+
 def history_rows(session: Session, thread_id: str) -> Sequence[Row[Any]]:
     """Every chunk row of the thread, in sequence order."""
-    return _rows(session, _HISTORY, {"thread_id": thread_id}).all()
+    return _counted(list(_rows(session, _HISTORY, {"thread_id": thread_id})))
 
 
 def visible_seqs(session: Session, batch: BatchRow) -> list[int]:
@@ -189,7 +239,7 @@ def visible_rows(session: Session, batch: BatchRow) -> list[Row[Any]]:
     """The chunk rows visible in ``batch`` now, in view order."""
     view = batch_view(batch)
     params = {"thread_id": batch.thread_id, "base_seq": 0 if view is None else batch.base_seq}
-    appended = list(_rows(session, _APPENDED_ROWS, params))
+    appended = _counted(list(_rows(session, _APPENDED_ROWS, params)))
     if view is None:
         return appended
     by_seq = rows_by_seq(session, batch.thread_id, view)
@@ -204,7 +254,34 @@ def visible_rows(session: Session, batch: BatchRow) -> list[Row[Any]]:
 
 def appended_rows_after(session: Session, thread_id: str, seq: int) -> list[Row[Any]]:
     """The rows appended to the thread after sequence number ``seq``, in order."""
-    return list(_rows(session, _APPENDED_ROWS, {"thread_id": thread_id, "base_seq": seq}))
+    params = {"thread_id": thread_id, "base_seq": seq}
+    return _counted(list(_rows(session, _APPENDED_ROWS, params)))
+
+
+def visible_light_rows(session: Session, batch: BatchRow) -> list[tuple[Any, ...]]:
+    """``(seq, chunk_id, type, unit_key, unit_opener, pinned)`` of the rows visible in
+    ``batch``, in view order: what a paged build reads of every chunk (no content)."""
+    view = batch_view(batch)
+    params = {"thread_id": batch.thread_id, "base_seq": 0 if view is None else batch.base_seq}
+    appended = _raw_rows(session, _LIGHT_APPENDED, params)
+    if view is None:
+        return appended
+    found: dict[int, tuple[Any, ...]] = {}
+    if len(view) > 4 * _IN_CHUNK:
+        wanted = set(view)
+        rows = _raw_rows(session, _LIGHT_ALL, {"thread_id": batch.thread_id})
+        found = {r[0]: r for r in rows if r[0] in wanted}
+    else:
+        for part in _parts(view):
+            params = {"thread_id": batch.thread_id, "seqs": part}
+            found.update((r[0], r) for r in _raw_rows(session, _LIGHT_BY_SEQ, params))
+    missing = [s for s in view if s not in found]
+    if missing:
+        raise StoreError(
+            f"thread {batch.thread_id!r}, batch {batch.number}: the view names chunk "
+            f"#{missing[0]}, which is not stored"
+        )
+    return [found[s] for s in view] + appended
 
 
 def _parts(values: Sequence[Any]) -> Iterator[Sequence[Any]]:
@@ -217,11 +294,13 @@ def rows_by_seq(session: Session, thread_id: str, seqs: Sequence[int]) -> dict[i
     if len(seqs) > 4 * _IN_CHUNK:
         wanted = set(seqs)
         rows = _rows(session, _ALL_ROWS, {"thread_id": thread_id})
-        return {r.seq: r for r in rows if r.seq in wanted}
+        by_seq = {r.seq: r for r in rows if r.seq in wanted}
+        ROWS_READ.add(len(by_seq))
+        return by_seq
     found: dict[int, Row[Any]] = {}
     for part in _parts(seqs):
         rows = _rows(session, _ROWS_BY_SEQ, {"thread_id": thread_id, "seqs": part})
-        found.update((r.seq, r) for r in rows)
+        found.update((r.seq, r) for r in _counted(list(rows)))
     return found
 
 
@@ -431,6 +510,22 @@ def load_counts(session: Session, thread_id: str, tokenizer: str, renderer: str)
         TokenCountRow.renderer == renderer,
     )
     return {seq: tokens for seq, tokens in session.exec(statement)}
+
+
+def counts_by_seq(
+    session: Session, thread_id: str, tokenizer: str, renderer: str, seqs: Sequence[int]
+) -> dict[int, int]:
+    """The stored token counts of these chunks under one tokenizer and renderer chain."""
+    found: dict[int, int] = {}
+    for part in _parts(seqs):
+        statement = select(TokenCountRow.seq, TokenCountRow.tokens).where(
+            TokenCountRow.thread_id == thread_id,
+            TokenCountRow.tokenizer == tokenizer,
+            TokenCountRow.renderer == renderer,
+            col(TokenCountRow.seq).in_(part),
+        )
+        found.update((seq, tokens) for seq, tokens in session.exec(statement))
+    return found
 
 
 def save_counts(

@@ -10,7 +10,11 @@ Five tables, all prefixed ``memctx_`` so the store can share a database:
     batch number and its metadata (a JSON object).
 ``memctx_chunks``
     Every chunk ever stored, keyed by ``(thread_id, seq)``; ``chunk_id`` is
-    unique within its thread. Content and metadata are JSON text, exactly as
+    unique within its thread. ``unit_key``, ``unit_opener`` and ``pinned``
+    repeat, as plain columns, what a build must know of every visible chunk
+    without reading its content (which call or sub-agent unit it belongs to,
+    whether it opens it, whether it is pinned; see :func:`unit_columns`).
+    Content and metadata are JSON text, exactly as
     serialised (key order and number types are kept: PostgreSQL's ``jsonb``
     would reorder keys and so change the rendering). ``origin`` says how the
     chunk came in: ``append``, or by a view operation (``insert``,
@@ -57,9 +61,10 @@ from sqlmodel import Field, SQLModel
 from memctx._chunk import Chunk
 from memctx._exceptions import InvalidChunkError, StateFileError, StoreError
 from memctx._limits import STORE_FORBIDDEN
+from memctx._units import unit_role
 from memctx.statefile import chunk_from_dict
 
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 """The version of the tables above; an older database is migrated, a newer one refused."""
 
 ORIGINS: Final = frozenset({"append", "insert", "replace", "view"})
@@ -140,6 +145,20 @@ class ThreadRow(StoreModel, table=True):
     )
 
 
+LIGHT_INDEX_COLUMNS: Final = (
+    "thread_id",
+    "seq",
+    "origin",
+    "chunk_id",
+    "type",
+    "unit_key",
+    "unit_opener",
+    "pinned",
+)
+"""A covering index of what a paged build reads of every visible chunk: the database
+reads it without touching the rows, whose content may be long."""
+
+
 class ChunkRow(StoreModel, table=True):
     """One stored chunk. Rows are written once and never changed."""
 
@@ -147,6 +166,7 @@ class ChunkRow(StoreModel, table=True):
     __table_args__ = (
         UniqueConstraint("thread_id", "chunk_id", name="memctx_chunks_thread_chunk_id"),
         ForeignKeyConstraint(["thread_id"], ["memctx_threads.id"], ondelete="CASCADE"),
+        Index("memctx_chunks_light", *LIGHT_INDEX_COLUMNS),
     )
 
     thread_id: str = Field(primary_key=True)
@@ -163,6 +183,9 @@ class ChunkRow(StoreModel, table=True):
     meta: str = Field(sa_column=Column("metadata", Text, nullable=False, key="meta"))
     priority: int
     created_at: str
+    unit_key: str | None = None
+    unit_opener: bool = False
+    pinned: bool = False
 
 
 class BatchRow(StoreModel, table=True):
@@ -281,6 +304,16 @@ def _storable(field: str, value: str | None) -> None:
     raise InvalidChunkError(field, "contains a lone surrogate (not valid Unicode text)")
 
 
+def unit_columns(chunk: Chunk) -> dict[str, Any]:
+    """The light columns of ``chunk``: its unit (``call:<call_id>`` or
+    ``agent:<subagent_id>``, as the builder pairs them), whether it opens the
+    unit, and whether it is pinned."""
+    found = unit_role(chunk)
+    key = None if found is None else f"{found[0][0]}:{found[0][1]}"
+    opener = found is not None and found[1]
+    return {"unit_key": key, "unit_opener": opener, "pinned": chunk.metadata.pinned}
+
+
 def chunk_values(chunk: Chunk) -> dict[str, Any]:
     """The column values of ``chunk`` (the ``STORED_FIELDS``), checked to be storable."""
     if not isinstance(chunk, Chunk):
@@ -298,6 +331,7 @@ def chunk_values(chunk: Chunk) -> dict[str, Any]:
         "meta": dump_json(chunk.metadata.to_dict()),
         "priority": chunk.priority,
         "created_at": chunk.created_at.isoformat(),
+        **unit_columns(chunk),
     }
 
 

@@ -12,6 +12,7 @@ import datetime as dt
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import partial
 from typing import Any, Concatenate, Literal, ParamSpec, Self, TypeVar
 
 from sqlalchemy import Engine
@@ -28,7 +29,7 @@ from memctx._options import parse_build_options
 from memctx._progress import Progress
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
-from memctx.store import _build, _snapshot, _thread_ops, _view_ops
+from memctx.store import _build, _paged, _snapshot, _thread_ops, _view_ops
 from memctx.store._context_ops import compact_thread, compress_thread
 from memctx.store._engine import (
     create_store_engine,
@@ -453,9 +454,22 @@ class MemoryStore:
         builder = builder or self.builder
         parsed = parse_build_options(max_tokens, options)
         keys = _build.cache_keys(builder, parsed)
+        if _paged.pageable(parsed):
+            kept = self._built_states.get_paged(thread_id)
+            steps = _paged.paged_build(kept, thread_id, builder, parsed, keys)
+            kept, paged = _build.drive(steps, partial(self._run, False))
+            self._run(
+                True,
+                _build.record_build,
+                thread_id,
+                _build.paged_built(builder, parsed, kept, paged),
+            )
+            self._built_states.put_paged(thread_id, kept)
+            return paged.result
         base = self._built_states.get(thread_id)
         loaded = self._run(False, _build.load_build, thread_id, *keys, base)
         result, built = _build.build_loaded(builder, loaded, parsed)
         self._run(True, _build.record_build, thread_id, built)
-        self._built_states.put(thread_id, built.state)
+        if built.state is not None:
+            self._built_states.put(thread_id, built.state)
         return result

@@ -1,0 +1,224 @@
+"""Paged store builds: the budget decides how many rows a build reads, never the result.
+
+Property: for any history of appends and view operations, any build options
+and budget, ``store.build`` gives what a fresh builder gives for
+``get_current_state`` — messages, count, included ids, and every left-out
+visible chunk with its reason — whether the store pages (``recent`` with a
+budget), keeps what it read from an earlier build, or reads every row.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from histories import TOKENIZERS, build_options
+from memctx import (
+    ChunkNotFoundError,
+    ContextBuildResult,
+    MemctxError,
+    MemoryState,
+    chunks,
+    create_builder,
+    create_tokenizer,
+)
+from memctx.store import CONTEXT_BUILT, MemoryStore, _paged
+from memctx.store._paged import FIRST_PAGE
+from memctx.store._queries import ROWS_READ
+from strategies import agent_runs
+
+_threads = itertools.count()
+
+
+def same_build(result: ContextBuildResult, expected: ContextBuildResult) -> None:
+    """The parts of a build a user relies on are equal."""
+    assert result.messages == expected.messages
+    assert result.token_count == expected.token_count
+    assert result.token_count_exact == expected.token_count_exact
+    assert result.included_chunk_ids == expected.included_chunk_ids
+    assert result.excluded_chunk_ids == expected.excluded_chunk_ids
+    reasons = {i: e.reason for i, e in result.exclusions.items()}
+    assert reasons == {i: e.reason for i, e in expected.exclusions.items()}
+    assert result.chunk_tokens == expected.chunk_tokens
+
+
+def build_both(store: MemoryStore, thread_id: str, options: dict[str, Any]) -> str:
+    """A store build and a fresh builder's build of the current state agree (or fail alike);
+    how the store read the thread."""
+    state = store.get_current_state(thread_id)
+    try:
+        expected = create_builder().build(state, **options)
+    except MemctxError as exc:
+        with pytest.raises(type(exc)):
+            store.build(thread_id, **options)
+        return f"failed alike: {type(exc).__name__}"
+    same_build(store.build(thread_id, **options), expected)
+    payload = store.events(thread_id, CONTEXT_BUILT)[-1].payload
+    return "paged" if payload["chunks_read"] < payload["visible"] else "read in full"
+
+
+steps = st.lists(
+    st.one_of(
+        st.tuples(st.just("append"), st.integers(1, 12)),
+        st.tuples(st.just("build"), st.integers(0, 2**32)),
+        st.tuples(st.just("truncate"), st.integers(1, 30)),
+        st.tuples(st.just("insert"), st.integers(0, 60)),
+        st.tuples(st.just("clear"), st.booleans()),
+        st.tuples(st.just("rollback"), st.integers(0, 3)),
+        st.just(("restart",)),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@pytest.fixture
+def small_pages(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pages of a few rows, so that short histories are read in several pages too."""
+    monkeypatch.setattr(_paged, "FIRST_PAGE", 3)
+    monkeypatch.setattr(_paged, "MIN_PAGE", 2)
+
+
+class TestPagedBuildsEqualInMemoryBuilds:
+    @settings(
+        max_examples=60,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+    @given(history=agent_runs(max_steps=80), plan=steps, data=st.data())
+    def test_any_history_and_options_build_as_in_memory(
+        self,
+        small_pages: None,
+        open_store: Any,
+        history: MemoryState,
+        plan: list[tuple[Any, ...]],
+        data: st.DataObject,
+    ) -> None:
+        store = open_store()
+        thread_id = f"p{next(_threads)}"
+        store.create_thread(thread_id)
+        pending = list(history)
+        first = MemoryState(pending[: len(pending) // 2])
+        store.append(thread_id, *first)
+        del pending[: len(first)]
+        try:
+            for step in [*plan, ("build", 0)]:
+                name = step[0]
+                if name == "append" and pending:
+                    store.append(thread_id, *pending[: step[1]])
+                    del pending[: step[1]]
+                elif name == "truncate":
+                    store.truncate(thread_id, keep_last=step[1])
+                elif name == "insert" and pending:
+                    visible = len(store.get_current_state(thread_id))
+                    store.insert(thread_id, min(step[1], visible), pending.pop(0))
+                elif name == "clear":
+                    store.clear(thread_id, keep_system=step[1])
+                elif name == "rollback":
+                    batches = store.batches(thread_id)
+                    store.rollback(thread_id, batch=batches[min(step[1], len(batches) - 1)].number)
+                elif name == "restart":
+                    store.close()
+                    store = open_store()
+                elif name == "build":
+                    # Named chunks come from the first append (they may be hidden since).
+                    options = data.draw(build_options(first), label="options")
+                    if data.draw(st.integers(0, 3), label="paged"):  # mostly paged
+                        options["strategy"] = "recent"
+                        options["max_tokens"] = data.draw(st.integers(60, 600))
+                        options.pop("reserve_tokens", None)
+                        visible = set(store.get_current_state(thread_id).ids)
+                        for field in ("pinned_chunk_ids", "include_only_chunk_ids"):
+                            if field in options:  # named chunks that are still visible
+                                options[field] = [i for i in options[field] if i in visible]
+                    event(build_both(store, thread_id, options))
+                    # The same build again: answered from what the store kept.
+                    build_both(store, thread_id, options)
+        finally:
+            store.close()
+
+    def test_a_rebuild_after_appends_sees_them(self, small_pages: None, store: MemoryStore) -> None:
+        tokenizer = create_tokenizer("gpt-4o")
+        store.create_thread("t")
+        store.append("t", *(chunks.user("word " * 40, id=f"u{i}") for i in range(50)))
+        build_both(store, "t", {"max_tokens": 300, "tokenizer": tokenizer})
+
+        store.append(
+            "t",
+            chunks.tool_call("sh", {"cmd": "ls"}, call_id="c1", id="call"),
+            chunks.assistant("waiting", id="wait"),
+        )
+        build_both(store, "t", {"max_tokens": 300, "tokenizer": tokenizer})
+        store.append("t", chunks.tool_result("sh", "a\nb\n" * 100, call_id="c1", id="res"))
+
+        build_both(store, "t", {"max_tokens": 300, "tokenizer": tokenizer})
+
+
+class TestPagedBuildsReadWhatTheBudgetReaches:
+    @pytest.fixture
+    def long_thread(self, store: MemoryStore) -> str:
+        store.create_thread("long")
+        made = [chunks.system("You are a coding agent.", id="sys")]
+        for n in range(400):
+            made.append(chunks.user(f"step {n} " + "word " * 30, id=f"u{n}"))
+            made.append(chunks.tool_call("sh", {"cmd": f"ls {n}"}, call_id=f"c{n}", id=f"call{n}"))
+            made.append(chunks.tool_result("sh", "file\n" * 40, call_id=f"c{n}", id=f"res{n}"))
+        made.insert(5, chunks.assistant("Remember this.", id="kept", pinned=True))
+        made.insert(9, chunks.tool_call("sh", {"cmd": "serve"}, call_id="bg", id="bg"))
+        store.append("long", *made)
+        return "long"
+
+    def rows_read(self, store: MemoryStore, thread_id: str, **options: Any) -> int:
+        before = ROWS_READ.count
+        store.build(thread_id, **options)
+        return ROWS_READ.count - before
+
+    def test_a_small_budget_reads_a_bounded_number_of_rows(
+        self, open_store: Any, long_thread: str
+    ) -> None:
+        tokenizer = create_tokenizer("gpt-4o")
+        first = open_store()
+        first.build(long_thread, max_tokens=1_000, tokenizer=tokenizer)  # stores the counts
+        first.close()
+
+        again = open_store()
+        read = self.rows_read(again, long_thread, max_tokens=1_000, tokenizer=tokenizer)
+
+        # ~1,000 tokens reach about 10 steps of 3 chunks; the pinned chunk and the
+        # call still waiting far back are read too. The thread holds 1,203.
+        assert read <= FIRST_PAGE + 3
+        event = again.events(long_thread, CONTEXT_BUILT)[-1].payload
+        assert (event["visible"], event["chunks_read"]) == (1_203, read)
+        result = again.build(long_thread, max_tokens=1_000, tokenizer=tokenizer)
+        assert {"sys", "kept", "bg"} <= set(result.included_chunk_ids)
+        assert len(result.excluded_chunk_ids) == 1_203 - len(result.included_chunk_ids)
+
+    def test_a_rebuild_after_an_append_reads_only_the_appended_rows(
+        self, store: MemoryStore, long_thread: str
+    ) -> None:
+        tokenizer = create_tokenizer("gpt-4o")
+        store.build(long_thread, max_tokens=1_000, tokenizer=tokenizer)
+        store.append(long_thread, chunks.assistant("next", id="next"))
+
+        read = self.rows_read(store, long_thread, max_tokens=1_000, tokenizer=tokenizer)
+
+        assert read == 1
+
+    def test_a_build_without_a_budget_reads_every_row(
+        self, store: MemoryStore, long_thread: str
+    ) -> None:
+        read = self.rows_read(store, long_thread, tokenizer=TOKENIZERS["gpt-4o"])
+
+        assert read == 1_203
+
+    def test_a_named_chunk_that_is_not_visible_is_not_found(
+        self, store: MemoryStore, long_thread: str
+    ) -> None:
+        store.truncate(long_thread, keep_last=10)
+
+        with pytest.raises(ChunkNotFoundError):
+            store.build(long_thread, max_tokens=1_000, pinned_chunk_ids=["u0"])
