@@ -1,8 +1,11 @@
 """Safe XML for renderers: every chunk becomes one well-formed element.
 
 Renderers (the built-in ones and yours) should build their output with
-:func:`render_element`. It builds the element with lxml, so the content and
-the attribute values are escaped: no content can open, close or forge a tag.
+:func:`render_element`. It writes the element exactly as lxml writes it (lxml
+is the reference: property tests hold the two byte-identical, and lxml
+builds every element with a name or character the fast path leaves to it),
+so the content and the attribute values are escaped: no content can open,
+close or forge a tag.
 The content goes on its own lines between the tags and is never indented::
 
     <tool_call id="chunk_1" action="tool_call" tool="read_file" call_id="call_123" status="pending">
@@ -186,9 +189,11 @@ def _build(
 
 def _is_plain_name(name: str, valid: set[str], check: Callable[[str], object]) -> bool:
     """Whether lxml accepts ``name`` and writes it as is (asked once per name)."""
+    if type(name) is not str:
+        return False  # left to lxml, which refuses it
     if name in valid:
         return True
-    if type(name) is not str or name[:3].lower() == "xml":
+    if name[:3].lower() == "xml":
         return False  # left to lxml: its errors, and its handling of reserved names
     try:
         check(name)
