@@ -125,7 +125,7 @@ class TestMigration:
             ).all()
         engine.dispose()
         units = {seq: (key, bool(opener)) for seq, _, key, opener, _ in rows if key is not None}
-        assert units == {4: ("call:c1", True), 5: ("call:c1", False)}
+        assert units == {4: ('["call", "c1"]', True), 5: ('["call", "c1"]', False)}
         assert not any(pinned for *_, pinned in rows)
 
     def test_a_paged_build_of_a_migrated_thread_equals_the_in_memory_build(

@@ -222,3 +222,23 @@ class TestPagedBuildsReadWhatTheBudgetReaches:
 
         with pytest.raises(ChunkNotFoundError):
             store.build(long_thread, max_tokens=1_000, pinned_chunk_ids=["u0"])
+
+
+def test_a_unit_whose_ids_hold_nul_is_stored_and_built_as_in_memory(store: MemoryStore) -> None:
+    history = [
+        chunks.user("Delegate it.", id="task"),
+        chunks.spawn_subagent("\x00agent", "coder", "do it", id="spawn"),
+        chunks.tool_call("bash", {"cmd": "ls"}, call_id="c\x001", id="call"),
+        chunks.tool_result("bash", "a\nb", call_id="c\x001", id="result"),
+        chunks.subagent_result("\x00agent", "done", id="back"),
+    ]
+    store.create_thread("nul")
+    store.append("nul", *history)
+    tokenizer = create_tokenizer("gpt-4o")
+
+    result = store.build("nul", max_tokens=200, tokenizer=tokenizer)
+
+    expected = create_builder(tokenizer).build(
+        store.get_current_state("nul"), max_tokens=200, tokenizer=tokenizer
+    )
+    same_build(result, expected)

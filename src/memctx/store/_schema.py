@@ -305,11 +305,12 @@ def _storable(field: str, value: str | None) -> None:
 
 
 def unit_columns(chunk: Chunk) -> dict[str, Any]:
-    """The light columns of ``chunk``: its unit (``call:<call_id>`` or
-    ``agent:<subagent_id>``, as the builder pairs them), whether it opens the
-    unit, and whether it is pinned."""
+    """The light columns of ``chunk``: its unit (``["call", call_id]`` or
+    ``["agent", subagent_id]`` as ASCII JSON, as the builder pairs them: an id may
+    hold NUL or a lone surrogate, which a text column cannot), whether it opens
+    the unit, and whether it is pinned."""
     found = unit_role(chunk)
-    key = None if found is None else f"{found[0][0]}:{found[0][1]}"
+    key = None if found is None else json.dumps(list(found[0]), ensure_ascii=True)
     opener = found is not None and found[1]
     return {"unit_key": key, "unit_opener": opener, "pinned": chunk.metadata.pinned}
 
