@@ -57,6 +57,13 @@ contents = st.text(alphabet=st.sampled_from(list('ab <>/\n"=_x1')), max_size=40)
 messages = st.lists(
     st.builds(msg, st.sampled_from(["system", "user", "assistant"]), contents), max_size=4
 )
+# Texts around the points where tiktoken must split: newlines before and after
+# letters, digits, slashes, punctuation and (Unicode) whitespace.
+_FRAGMENTS = ["\n", "\n/", "\n ", "\n\n", "\r\n", "/", " ", ".", ">", "a", "B", "1", "'s"]
+split_texts = st.lists(
+    st.sampled_from([*_FRAGMENTS, "\t", "\u00a0", "\x1c", "\u3000", "é"]), max_size=12
+).map("".join)
+roles = st.sampled_from(["system", "user", "assistant"])
 
 
 class TestSharedPrefixTokens:
@@ -116,6 +123,25 @@ class TestSharedPrefixTokens:
 
         assert shared_prefix_tokens(a, b, tokenizer) == reference
         assert shared_prefix_tokens(b, a, tokenizer) == reference
+
+    @settings(max_examples=300, deadline=None)
+    @given(common=split_texts, rest_a=split_texts, rest_b=split_texts, role=roles)
+    def test_a_known_content_count_gives_the_same_figure(
+        self, common: str, rest_a: str, rest_b: str, role: str
+    ) -> None:
+        """Given the count of a differing message's content, only the texts after the last
+        point where both must split are encoded; the figure is the same."""
+        tokenizer = create_tokenizer("gpt-4o")
+        assert isinstance(tokenizer, TiktokenTokenizer)
+        a = [REQUEST[0], msg(role, common + rest_a)]
+        b = [REQUEST[0], msg(role, common + rest_b)]
+        reference = common_prefix(request_tokens(a, tokenizer), request_tokens(b, tokenizer))
+
+        def content_tokens(message: Any) -> int:
+            return tokenizer.count(message.content)
+
+        assert shared_prefix_tokens(a, b, tokenizer, content_tokens) == reference
+        assert shared_prefix_tokens(b, a, tokenizer, content_tokens) == reference
 
     @settings(max_examples=100, deadline=None)
     @given(messages, messages)

@@ -135,13 +135,14 @@ class ContextBuilder:
         units = cache.units_index(state.shared_history, length)
         pinned = pin(candidates, units, opts, state.index_of)  # 2. pin
         prompt = prompt_segment(opts.system_prompt)
+        prompt_tokens = tokenizer.count(prompt) if prompt else 0
         model = cost_model(  # 3. cost
             costs.role,
             costs.measure,
             costs.measure_within,
             costs.known_tokens,
             self._message_overheads(tokenizer, count_key[1]),
-            tokenizer.count(prompt) if prompt else 0,
+            prompt_tokens,
             has_system_prompt=bool(prompt),
         )
         pinned_body = sorted(p for p in pinned if costs.role(p) != "system")
@@ -193,6 +194,7 @@ class ContextBuilder:
             costs.rendered,
             previous=last.result if last is not None else None,
             tokenizer=tokenizer,
+            prompt_tokens=prompt_tokens,
         )
         memory = selected.memory
         if selected.walk is not None and not grouped.recounted:

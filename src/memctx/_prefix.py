@@ -32,17 +32,43 @@ def _fields(message: Message) -> tuple[str, str]:
     return str(message["role"]), str(message["content"])
 
 
-def _common_content_tokens(a: str, b: str, tokenizer: Tokenizer) -> int:
+def _common_content_tokens(a: str, b: str, tokenizer: Tokenizer, tokens_a: int | None) -> int:
+    """Leading tokens the contents ``a`` and ``b`` share; ``tokens_a`` is ``a``'s count if known."""
     encode = getattr(getattr(tokenizer, "encoding", None), "encode_ordinary", None)
     if callable(encode):  # a tiktoken encoding: compare the token ids themselves
+        before, start = 0, 0
+        if tokens_a is not None:
+            # The tokens before a point where both texts must split are the same in
+            # both, and number a's count less those of a's rest: encode only the rests.
+            start = _last_split_point(a, _common_prefix_length(a, b))
+        rest_a = encode(a[start:])
+        if start:
+            assert tokens_a is not None
+            before = tokens_a - len(rest_a)
         shared = 0
-        for x, y in zip(encode(a), encode(b), strict=False):
+        for x, y in zip(rest_a, encode(b[start:]), strict=False):
             if x != y:
                 break
             shared += 1
-        return shared
+        return before + shared
     same = _common_prefix_length(a, b)
     return max(0, tokenizer.count(a[:same]) - 1) if same else 0
+
+
+def _last_split_point(text: str, common: int) -> int:
+    """The last index below ``common`` at which tiktoken must split ``text`` (0 if none):
+    just after a newline, at a character other than whitespace and ``/`` (as
+    :func:`memctx._segments.safe_split_point`). The characters on both sides lie in the
+    first ``common``, so a text sharing them splits there too."""
+    if common < 2:
+        return 0
+    index = text.rfind("\n", 0, common - 1)
+    while index != -1:
+        following = text[index + 1]
+        if not following.isspace() and following != "/":
+            return index + 1
+        index = text.rfind("\n", 0, index)
+    return 0
 
 
 def _common_prefix_length(a: str, b: str) -> int:
@@ -117,4 +143,5 @@ def shared_prefix_tokens(
     if role_a != role_b:  # only the token opening a message, before the role
         return shared + max(0, overhead - 2)
     header = role_tokens + max(0, overhead - 1)  # all but the token closing the message
-    return shared + header + _common_content_tokens(content_a, content_b, tokenizer)
+    known = content_tokens(messages_a[same]) if content_tokens is not None else None
+    return shared + header + _common_content_tokens(content_a, content_b, tokenizer, known)

@@ -62,9 +62,11 @@ def report(
     *,
     previous: ContextBuildResult | None,
     tokenizer: Tokenizer,
+    prompt_tokens: int = 0,
 ) -> ContextBuildResult:
     """The result of a build whose messages are ``grouped``; ``previous`` is the last
-    build of the same history with the same options, if any."""
+    build of the same history with the same options, if any; ``prompt_tokens`` counts
+    the system prompt's segment."""
     selection = grouped.selection
     included = sorted(selection.body + selection.system)
     included_chunks = tuple(items[p] for p in included)
@@ -86,7 +88,11 @@ def report(
         None
         if previous is None
         else SharedPrefix(
-            previous, grouped, tokenizer, None if grouped.recounted else dict(chunk_tokens)
+            previous,
+            grouped,
+            tokenizer,
+            None if grouped.recounted else dict(chunk_tokens),
+            prompt_tokens,
         )
     )
     return ContextBuildResult(
@@ -113,7 +119,7 @@ def report(
 class SharedPrefix:
     """Works out, when first asked, how many leading tokens two builds' requests share."""
 
-    __slots__ = ("_chunk_tokens", "_messages", "_previous", "_tokenizer")
+    __slots__ = ("_chunk_tokens", "_messages", "_previous", "_prompt_tokens", "_tokenizer")
 
     def __init__(
         self,
@@ -121,12 +127,14 @@ class SharedPrefix:
         grouped: Grouped,
         tokenizer: Tokenizer,
         chunk_tokens: dict[str, int] | None,
+        prompt_tokens: int = 0,
     ) -> None:
         self._previous = previous.messages
         self._messages = grouped.messages
         self._tokenizer = tokenizer
         # Segment counts of this build's chunks when they add up to their messages'.
         self._chunk_tokens = chunk_tokens
+        self._prompt_tokens = prompt_tokens
 
     def __call__(self) -> int:
         return shared_prefix_tokens(
@@ -134,14 +142,16 @@ class SharedPrefix:
         )
 
     def _content_tokens(self, message: object) -> int | None:
-        """A body message's content tokens: the sum of its chunks' segment counts."""
+        """A message's content tokens: the sum of its chunks' segment counts (and of the
+        system prompt's, which opens the system message)."""
         counts = self._chunk_tokens
-        if counts is None or not isinstance(message, ContextMessage) or message.role == "system":
-            return None  # the system message may hold the system prompt, not counted here
+        if counts is None or not isinstance(message, ContextMessage):
+            return None
         try:
-            return sum(counts[chunk_id] for chunk_id in message.chunk_ids)
+            tokens = sum(counts[chunk_id] for chunk_id in message.chunk_ids)
         except KeyError:
             return None
+        return tokens + self._prompt_tokens if message.role == "system" else tokens
 
     def messages(self) -> int:
         """How many leading messages the two builds share whole."""
