@@ -43,6 +43,7 @@ from memctx.store._schema import (
     differing_fields,
     dump_json,
     load_json,
+    now,
     row_values,
 )
 
@@ -86,6 +87,13 @@ _MOVE_LAST_SEQ: Final = (
     .values(last_seq=bindparam("last_seq"))
 )
 _INSERT_CHUNKS: Final = insert(ChunkRow.__table__)  # type: ignore[attr-defined]
+_INSERT_EVENT: Final = insert(EventRow.__table__)  # type: ignore[attr-defined]
+_COUNTS_BY_SEQ: Final = select(col(TokenCountRow.seq), col(TokenCountRow.tokens)).where(
+    col(TokenCountRow.thread_id) == bindparam("thread_id"),
+    col(TokenCountRow.tokenizer) == bindparam("tokenizer"),
+    col(TokenCountRow.renderer) == bindparam("renderer"),
+    col(TokenCountRow.seq).in_(bindparam("seqs", expanding=True)),
+)
 
 
 _THREAD_ID: Final = name(
@@ -488,7 +496,9 @@ def check_payload(kind: object, payload: object) -> tuple[str, str]:
 def record_event(session: Session, thread_id: str, kind: str, payload: Mapping[str, Any]) -> None:
     """Add an event to the thread (in the caller's transaction)."""
     kind, text = check_payload(kind, payload)
-    session.add(EventRow(thread_id=thread_id, kind=kind, payload=text))
+    row = {"thread_id": thread_id, "kind": kind, "payload": text, "created_at": now()}
+    session.flush()  # rows the transaction added before come first
+    session.connection().execute(_INSERT_EVENT, row)
 
 
 def thread_events(session: Session, thread_id: str, kind: str | None) -> Sequence[EventRow]:
@@ -517,14 +527,9 @@ def counts_by_seq(
 ) -> dict[int, int]:
     """The stored token counts of these chunks under one tokenizer and renderer chain."""
     found: dict[int, int] = {}
+    params = {"thread_id": thread_id, "tokenizer": tokenizer, "renderer": renderer}
     for part in _parts(seqs):
-        statement = select(TokenCountRow.seq, TokenCountRow.tokens).where(
-            TokenCountRow.thread_id == thread_id,
-            TokenCountRow.tokenizer == tokenizer,
-            TokenCountRow.renderer == renderer,
-            col(TokenCountRow.seq).in_(part),
-        )
-        found.update((seq, tokens) for seq, tokens in session.exec(statement))
+        found.update(_raw_rows(session, _COUNTS_BY_SEQ, {**params, "seqs": part}))
     return found
 
 
