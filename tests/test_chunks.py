@@ -175,13 +175,15 @@ class TestReferenceRendering:
         assert [name for name, *_ in SEED_003] == list(BUILTIN_CONSTRUCTORS)
         assert len(SEED_003) == 20
 
-    @pytest.mark.parametrize(("make", "xml"), [(m, x) for _, m, x, _ in SEED_003], ids=str)
+    @pytest.mark.parametrize(("make", "xml"), [pytest.param(m, x, id=n) for n, m, x, _ in SEED_003])
     def test_renders_the_seed_example_with_its_attribute_order(
         self, registry: RendererRegistry, make: Callable[[], Chunk], xml: str
     ) -> None:
         assert registry.render(make())[1] == xml
 
-    @pytest.mark.parametrize(("make", "role"), [(m, r) for _, m, _, r in SEED_003], ids=str)
+    @pytest.mark.parametrize(
+        ("make", "role"), [pytest.param(m, r, id=n) for n, m, _, r in SEED_003]
+    )
     def test_has_the_role_of_design_md(
         self, registry: RendererRegistry, make: Callable[[], Chunk], role: str
     ) -> None:
@@ -235,7 +237,11 @@ class TestConstructors:
             (chunks.task_terminated("u", "t"), (ChunkType.OUTPUT, None, "task_terminated", None)),
             (chunks.custom("note", "n"), (ChunkType.CUSTOM, "user", None, "note")),
         ],
-        ids=lambda value: value.id if isinstance(value, Chunk) else "",
+        ids=lambda value: (
+            f"{value.type.value}-{value.action or value.subtype or value.role}".lower()
+            if isinstance(value, Chunk)
+            else ""
+        ),
     )
     def test_sets_type_role_action_and_subtype(
         self, chunk: Chunk, expected: tuple[ChunkType, str | None, str | None, str | None]
@@ -433,7 +439,7 @@ class TestValidation:
             {"nested": [1, {"deep": math.nan}]},
             [1, {2}],
         ],
-        ids=repr,
+        ids=lambda value: "object()" if type(value) is object else repr(value),
     )
     def test_non_json_content_is_rejected(self, content: Any) -> None:
         with pytest.raises(InvalidChunkError, match=r"^content") as info:

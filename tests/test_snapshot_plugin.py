@@ -77,8 +77,15 @@ PLUGINS = ("-p", "syrupy", "-p", "memctx.pytest_plugin")
 
 @pytest.fixture(autouse=True)
 def _only_our_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Runs load syrupy and memctx only: unrelated installed plugins slow them down 4x."""
+    """Runs load syrupy and memctx only: unrelated installed plugins slow them down 4x.
+    Nor are they pytest-xdist workers when this suite runs under xdist (syrupy would
+    leave its summary to a controller that is not there)."""
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    for key in [k for k in os.environ if k.startswith(_XDIST_PREFIX)]:
+        monkeypatch.delenv(key)
+
+
+_XDIST_PREFIX = "PYTEST_XDIST_"
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
@@ -99,7 +106,11 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "tests").mkdir()
     (root / "tests/test_a.py").write_text(TEST_A)
     (root / "tests/test_b.py").write_text(TEST_B)
-    env = {k: v for k, v in os.environ.items() if k != "PYTEST_DISABLE_PLUGIN_AUTOLOAD"}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k != "PYTEST_DISABLE_PLUGIN_AUTOLOAD" and not k.startswith(_XDIST_PREFIX)
+    }
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--snapshot-update"],
         cwd=root,
