@@ -77,6 +77,7 @@ class ContextBuilder:
         self._lock = threading.Lock()
         self._chain_key: tuple[Hashable, ...] = ()
         self._hashed_chain_key = HashedKey(())
+        self._fingerprint: tuple[tuple[Hashable, ...], str] | None = None
         self._chain_generation = -1
         self._parsed_options: dict[tuple[Any, ...], BuildOptions] = {}
         self._overheads: dict[Hashable, Overheads] = {}
@@ -262,7 +263,11 @@ class ContextBuilder:
     @property
     def renderer_fingerprint(self) -> str:
         """The chain key as text; persisted token counts are only valid under the same one."""
-        return "|".join(map(repr, self.chain_key))
+        key = self.chain_key
+        made = self._fingerprint
+        if made is None or made[0] is not key:  # written anew when the chain key is
+            made = self._fingerprint = (key, "|".join(map(repr, key)))
+        return made[1]
 
     def _count_key(self, tokenizer: Tokenizer) -> tuple[CountKey, bool]:
         """The key of counts by this renderer chain and ``tokenizer``; whether they add up."""
