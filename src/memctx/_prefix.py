@@ -10,7 +10,9 @@ contents begin with in common.
 
 The common content tokens are exact for a tokenizer whose ``encoding`` is a
 tiktoken encoding, as a :class:`~memctx.TiktokenTokenizer`'s is (the two
-contents are encoded and their token ids compared). For any other tokenizer
+contents are encoded and their token ids compared; when a build gives the count
+of its message's content, only what follows the last point where both contents
+must split is encoded). For any other tokenizer
 only counts are available: the common text is counted and its last
 token is not credited, since the text that follows may merge with it.
 """
@@ -21,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from memctx._message import ContextMessage
+from memctx._tokens import TiktokenTokenizer
 from memctx.typing import Tokenizer
 
 Message = ContextMessage | Mapping[str, Any]
@@ -37,7 +40,7 @@ def _common_content_tokens(a: str, b: str, tokenizer: Tokenizer, tokens_a: int |
     encode = getattr(getattr(tokenizer, "encoding", None), "encode_ordinary", None)
     if callable(encode):  # a tiktoken encoding: compare the token ids themselves
         before, start = 0, 0
-        if tokens_a is not None:
+        if tokens_a is not None and _counts_by_encoding(tokenizer):
             # The tokens before a point where both texts must split are the same in
             # both, and number a's count less those of a's rest: encode only the rests.
             start = _last_split_point(a, _common_prefix_length(a, b))
@@ -53,6 +56,13 @@ def _common_content_tokens(a: str, b: str, tokenizer: Tokenizer, tokens_a: int |
         return before + shared
     same = _common_prefix_length(a, b)
     return max(0, tokenizer.count(a[:same]) - 1) if same else 0
+
+
+def _counts_by_encoding(tokenizer: Tokenizer) -> bool:
+    """Whether ``tokenizer``'s counts are the lengths of its encoding's token lists."""
+    return isinstance(tokenizer, TiktokenTokenizer) and (
+        type(tokenizer).count is TiktokenTokenizer.count
+    )
 
 
 def _last_split_point(text: str, common: int) -> int:
