@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from memctx._message import ContextMessage
+from memctx._segments import last_split_point
 from memctx._tokens import TiktokenTokenizer
 from memctx.typing import Tokenizer
 
@@ -43,7 +44,7 @@ def _common_content_tokens(a: str, b: str, tokenizer: Tokenizer, tokens_a: int |
         if tokens_a is not None and _counts_by_encoding(tokenizer):
             # The tokens before a point where both texts must split are the same in
             # both, and number a's count less those of a's rest: encode only the rests.
-            start = _last_split_point(a, _common_prefix_length(a, b))
+            start = last_split_point(a, _common_prefix_length(a, b))
         rest_a = encode(a[start:])
         if start:
             assert tokens_a is not None
@@ -63,22 +64,6 @@ def _counts_by_encoding(tokenizer: Tokenizer) -> bool:
     return isinstance(tokenizer, TiktokenTokenizer) and (
         type(tokenizer).count is TiktokenTokenizer.count
     )
-
-
-def _last_split_point(text: str, common: int) -> int:
-    """The last index below ``common`` at which tiktoken must split ``text`` (0 if none):
-    just after a newline, at a character other than whitespace and ``/`` (as
-    :func:`memctx._segments.safe_split_point`). The characters on both sides lie in the
-    first ``common``, so a text sharing them splits there too."""
-    if common < 2:
-        return 0
-    index = text.rfind("\n", 0, common - 1)
-    while index != -1:
-        following = text[index + 1]
-        if not following.isspace() and following != "/":
-            return index + 1
-        index = text.rfind("\n", 0, index)
-    return 0
 
 
 def _common_prefix_length(a: str, b: str) -> int:

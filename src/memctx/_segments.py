@@ -19,21 +19,38 @@ PREFIX_CHARS_PER_TOKEN: Final = 4
 """Characters per missing token in the first piece of a long chunk counted against a limit."""
 
 
+def splits_after_newline(char: str) -> bool:
+    """Whether tiktoken's pre-tokenizers (cl100k_base, o200k_base) always split between a
+    newline and ``char``: no pre-token runs from a newline into a character other than
+    whitespace and ``/``."""
+    return not char.isspace() and char != "/"
+
+
 def safe_split_point(text: str, start: int) -> int | None:
     """The first index ``>= start`` just after a newline that is followed by a
     character other than whitespace and ``/``, or None.
 
-    tiktoken's pre-tokenizers (cl100k_base, o200k_base) always split there:
-    no pre-token runs from a newline into such a character. So the tokens of
+    tiktoken always splits there (:func:`splits_after_newline`), so the tokens of
     ``text`` are the tokens of ``text[:i]`` followed by those of ``text[i:]``.
     """
     index = text.find("\n", start)
     while index != -1 and index + 1 < len(text):
-        following = text[index + 1]
-        if not following.isspace() and following != "/":
+        if splits_after_newline(text[index + 1]):
             return index + 1
         index = text.find("\n", index + 1)
     return None
+
+
+def last_split_point(text: str, end: int) -> int:
+    """The last index below ``end`` that is a split point as in :func:`safe_split_point`
+    (0 if none). Both characters around it lie before ``end``, so any text sharing
+    ``text[:end]`` splits there too."""
+    index = text.rfind("\n", 0, end - 1) if end >= 2 else -1
+    while index != -1:
+        if splits_after_newline(text[index + 1]):
+            return index + 1
+        index = text.rfind("\n", 0, index)
+    return 0
 
 
 class RenderedChunk:
@@ -49,4 +66,4 @@ class RenderedChunk:
         # first in a message starts with a character that cannot join the
         # newline before it into one pre-token (see the README, "Exactness").
         first = segment[:1]
-        self.safe_start = bool(first) and not first.isspace() and first != "/"
+        self.safe_start = bool(first) and splits_after_newline(first)
