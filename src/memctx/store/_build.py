@@ -88,18 +88,18 @@ class BuiltStates:
             return self._paged.get(thread_id)
 
     def put_paged(self, thread_id: str, kept: PagedThread) -> None:
-        with self._lock:
-            self._paged.pop(thread_id, None)
-            self._paged[thread_id] = kept
-            while len(self._paged) > self.THREADS_KEPT:
-                del self._paged[next(iter(self._paged))]
+        self._keep(self._paged, thread_id, kept)
 
     def put(self, thread_id: str, built: BuiltState) -> None:
+        self._keep(self._by_thread, thread_id, built)
+
+    def _keep(self, kept: dict[str, T], thread_id: str, value: T) -> None:
+        """Keep ``value`` as the newest entry, dropping the oldest beyond the limit."""
         with self._lock:
-            self._by_thread.pop(thread_id, None)
-            self._by_thread[thread_id] = built
-            while len(self._by_thread) > self.THREADS_KEPT:
-                del self._by_thread[next(iter(self._by_thread))]
+            kept.pop(thread_id, None)
+            kept[thread_id] = value
+            while len(kept) > self.THREADS_KEPT:
+                del kept[next(iter(kept))]
 
 
 @attrs.frozen
