@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from sqlalchemy import Result, Row, bindparam, insert
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -46,6 +46,8 @@ from memctx.store._schema import (
     now,
     row_values,
 )
+
+R = TypeVar("R")
 
 _IN_CHUNK: Final = 500  # values per IN (...) list: well under every backend's parameter limit
 _INSERT_PART: Final = 2000  # chunk rows per INSERT executemany: progress can be told between them
@@ -250,14 +252,7 @@ def visible_rows(session: Session, batch: BatchRow) -> list[Row[Any]]:
     appended = _counted(list(_rows(session, _APPENDED_ROWS, params)))
     if view is None:
         return appended
-    by_seq = rows_by_seq(session, batch.thread_id, view)
-    missing = [s for s in view if s not in by_seq]
-    if missing:
-        raise StoreError(
-            f"thread {batch.thread_id!r}, batch {batch.number}: the view names chunk "
-            f"#{missing[0]}, which is not stored"
-        )
-    return [by_seq[s] for s in view] + appended
+    return _in_view_order(batch, view, rows_by_seq(session, batch.thread_id, view)) + appended
 
 
 def appended_rows_after(session: Session, thread_id: str, seq: int) -> list[Row[Any]]:
@@ -283,13 +278,19 @@ def visible_light_rows(session: Session, batch: BatchRow) -> list[tuple[Any, ...
         for part in _parts(view):
             params = {"thread_id": batch.thread_id, "seqs": part}
             found.update((r[0], r) for r in _raw_rows(session, _LIGHT_BY_SEQ, params))
+    return _in_view_order(batch, view, found) + appended
+
+
+def _in_view_order(batch: BatchRow, view: list[int], found: Mapping[int, R]) -> list[R]:
+    """The rows of ``view``'s sequence numbers in its order; a view naming a row that is
+    not stored is a corrupt database."""
     missing = [s for s in view if s not in found]
     if missing:
         raise StoreError(
             f"thread {batch.thread_id!r}, batch {batch.number}: the view names chunk "
             f"#{missing[0]}, which is not stored"
         )
-    return [found[s] for s in view] + appended
+    return [found[s] for s in view]
 
 
 def _parts(values: Sequence[Any]) -> Iterator[Sequence[Any]]:
