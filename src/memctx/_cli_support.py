@@ -49,6 +49,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
 
 STDIO = "-"
+FILE = click.Path(dir_okay=False, allow_dash=True, path_type=str)
+"""A file argument or option where ``-`` means stdin or stdout."""
 _QUIET = "memctx.quiet"
 _VERBOSITY = "memctx.verbosity"
 _HANDLER = "memctx.log_handler"

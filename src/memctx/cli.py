@@ -31,7 +31,6 @@ also accepted after any sub-command name.
 from __future__ import annotations
 
 import importlib
-import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,6 +38,7 @@ from typing import Any
 
 import click
 
+from memctx._cli_import import check_report_output, transcript_options, write_imported
 from memctx._cli_options import (
     all_build_options,
     build_kwargs,
@@ -47,6 +47,7 @@ from memctx._cli_options import (
     result_to_json,
 )
 from memctx._cli_support import (
+    FILE,
     STDIO,
     CliError,
     about_file,
@@ -68,8 +69,6 @@ from memctx._cli_support import (
 )
 from memctx._exceptions import MemctxError
 
-_log = logging.getLogger(__name__)
-
 #: Sub-commands defined in other modules: ``name: "module:attribute"``. Add yours here.
 COMMANDS: dict[str, str] = {
     "thread": "memctx.store.cli:thread",
@@ -80,8 +79,6 @@ COMMANDS: dict[str, str] = {
     "compact": "memctx._cli_compress:compact_command",
     "import-anthropic": "memctx._cli_anthropic:import_anthropic",
 }
-
-FILE = click.Path(dir_okay=False, allow_dash=True, path_type=str)
 
 
 # -- the group: lazy commands, global options, one-line errors --------------------------
@@ -301,16 +298,7 @@ def build(state_file: str, output_format: str, **params: Any) -> None:
 
 
 @main.command("import-openai")
-@click.argument("transcript", type=FILE)
-@click.option(
-    "-o",
-    "--output",
-    type=FILE,
-    default=STDIO,
-    show_default=True,
-    help="Where to write the state file ('-': stdout).",
-)
-@click.option("--thread-id", default=None, help="thread_id to record in the state.")
+@transcript_options
 @click.option("--strict", is_flag=True, help="Fail on a message role that is not an OpenAI one.")
 @format_option(
     "text",
@@ -326,12 +314,10 @@ def import_openai(
 
     TRANSCRIPT may be '-' (stdin); the state goes to -o (stdout by default).
     """
-    from memctx._cli_progress import THRESHOLD, dumps_json_with_bar, progress_bar
+    from memctx._cli_progress import THRESHOLD, progress_bar
     from memctx.importers import load_openai_transcript
-    from memctx.statefile import state_to_dict
 
-    if output_format == "json" and output == STDIO:
-        raise click.UsageError("--format json prints the report on stdout: give -o FILE")
+    check_report_output(output_format, output)
     data = read_json(transcript)
     label = f"importing {display_name(transcript)}"
     with about_file(transcript), progress_bar(label, threshold=THRESHOLD // 2) as tell:
@@ -341,27 +327,7 @@ def import_openai(
             unknown_roles="error" if strict else "keep",
             on_progress=tell,
         )
-    where = "stdout" if output == STDIO else output
-    text = dumps_json_with_bar(state_to_dict(state), f"writing {where}")
-    write_output(output, text + "\n")
-    _log.info("imported %d chunks from %s", len(state), display_name(transcript))
-    if output_format == "json":
-        echo_json(
-            {
-                "output": output,
-                "chunks": len(state),
-                "unknown_roles": [{"index": i, "role": r} for i, r in report.unknown_roles],
-                "unanswered_calls": list(report.unanswered_calls),
-            }
-        )
-        return
-    note(f"wrote {len(state)} chunks to {where}")
-    for index, role in report.unknown_roles:
-        note(f"note: message {index} has role {role!r}; kept as a CUSTOM chunk")
-    if report.unanswered_calls:
-        ids = ", ".join(report.unanswered_calls)
-        count = len(report.unanswered_calls)
-        note(f"note: {count} tool call(s) have no result (pending): {ids}")
+    write_imported(transcript, output, output_format, state, report, blocks=False)
 
 
 EXAMPLE_NAME = "coding_agent.json"
