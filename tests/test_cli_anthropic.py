@@ -8,27 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
 
 from adapter_cases import TRAJECTORIES
+from cli_results import one_error_line, run
 from memctx import create_builder, load_state
-from memctx.cli import main
 from memctx.importers import load_anthropic_messages, load_openai_transcript
 from memctx.statefile import loads_state
-
-
-def run(*args: str, input: str | bytes | None = None) -> Result:
-    return CliRunner().invoke(main, list(args), input=input)
-
-
-def one_error_line(result: Result, *needles: str) -> str:
-    assert result.exit_code == 1, result.output
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("memctx: error: ")
-    for needle in needles:
-        assert needle in lines[0]
-    return lines[0]
 
 
 @pytest.fixture(scope="module")

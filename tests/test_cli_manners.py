@@ -14,8 +14,9 @@ from typing import Any
 import attrs
 import click
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
+from cli_results import ok, one_error_line, run
 from memctx import BuildOptions, load_state
 from memctx._cli_options import BUILD_OPTION_NAMES
 from memctx.cli import COMMANDS, main
@@ -23,25 +24,6 @@ from memctx.cli import COMMANDS, main
 ROOT = Path(__file__).parent.parent
 EXAMPLE = ROOT / "examples" / "coding_agent.json"
 TRANSCRIPT = ROOT / "examples" / "trajectories" / "astropy__astropy-12907.traj.json"
-
-
-def run(*args: str, input: str | bytes | None = None) -> Result:
-    return CliRunner().invoke(main, list(args), input=input)
-
-
-def ok(result: Result) -> Result:
-    assert result.exit_code == 0, result.output
-    return result
-
-
-def one_error_line(result: Result, *needles: str, code: int = 1) -> str:
-    assert result.exit_code == code, result.output
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("memctx: error: ")
-    for needle in needles:
-        assert needle in lines[0]
-    return lines[0]
 
 
 def build_json(*args: str) -> dict[str, Any]:

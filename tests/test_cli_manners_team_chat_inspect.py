@@ -13,33 +13,14 @@ from typing import Any
 import attrs
 import click
 import pytest
-from click.testing import CliRunner, Result
 
+from cli_results import ok, one_error_line, run
 from memctx import BuildOptions, load_state
 from memctx.cli import main
 
 ROOT = Path(__file__).parent.parent
 EXAMPLE = ROOT / "examples" / "coding_agent.json"
 AGENTS = [{"id": "alice", "display_name": "Coder Cat"}, {"id": "bob"}, {"id": "carol"}]
-
-
-def run(*args: str | Path, input: str | bytes | None = None) -> Result:
-    return CliRunner().invoke(main, [str(a) for a in args], input=input)
-
-
-def ok(result: Result) -> Result:
-    assert result.exit_code == 0, result.output
-    return result
-
-
-def one_error_line(result: Result, *needles: str, code: int = 1) -> str:
-    assert result.exit_code == code, result.output
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("memctx: error: ")
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
 
 
 @pytest.fixture
