@@ -185,8 +185,10 @@ class TestImportExportProgress:
         assert bar_reached_the_end(seen, f"writing {out}")
         written = out.read_text(encoding="utf-8")
         assert written == json.dumps(json.loads(written), ensure_ascii=False, indent=2) + "\n"
-        assert len(json.loads(piped.stdout)["chunks"]) == len(json.loads(written)["chunks"])
-        assert piped.stderr.startswith("wrote ")
+        ids = [[c["id"] for c in json.loads(text)["chunks"]] for text in (written, piped.stdout)]
+        assert ids[0] == ids[1]
+        assert len(ids[0]) == 2501  # the system prompt and every message
+        assert piped.stderr == "wrote 2501 chunks to stdout\n"
 
     def test_a_small_export_shows_no_bar(self, tmp_path: Path) -> None:
         db = str(tmp_path / "m.db")
