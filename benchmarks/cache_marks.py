@@ -28,33 +28,24 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from benchmarks.cache_cost import model_calls
 from benchmarks.workloads import generate, load_corpus, load_trajectories
 from memctx import MemoryState, create_builder, create_tokenizer
 
+# The order of a request's blocks and the lookback are the cache model the tests check
+# to_anthropic(cache=True) against; this benchmark adds token counts and the minimum.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from anthropic_cache import LOOKBACK, blocks
+
 BUDGETS = (8_000, 32_000)
-LOOKBACK = 20
 MINIMUM = 1_024
 TOKENIZER = create_tokenizer("gpt-4o")
 _counts: dict[str, int] = {}
-
-
-def _blocks(body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    system = body.get("system")
-    out: list[tuple[str, dict[str, Any]]] = []
-    if isinstance(system, str):
-        out.append(("system", {"type": "text", "text": system}))
-    elif system:
-        out += [("system", b) for b in system]
-    for message in body["messages"]:
-        content = message["content"]
-        if isinstance(content, str):
-            content = [{"type": "text", "text": content}]
-        out += [(message["role"], b) for b in content]
-    return out
 
 
 def _prefixes(body: dict[str, Any]) -> tuple[list[str], list[int], list[int]]:
@@ -62,7 +53,7 @@ def _prefixes(body: dict[str, Any]) -> tuple[list[str], list[int], list[int]]:
     digest = hashlib.sha256()
     keys, tokens, marks = [], [], []
     total = 0
-    for role, block in _blocks(body):
+    for role, block in blocks(body):
         plain = json.dumps([role, {k: v for k, v in block.items() if k != "cache_control"}])
         digest.update(plain.encode())
         key = digest.copy().hexdigest()
