@@ -23,17 +23,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import gc
 import sys
 import tempfile
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
-from benchmarks.timing import Timing
+from benchmarks.timing import Timing, timed_call
 from benchmarks.workloads import FreshChunks, fresh_copy, generate, load_corpus
 from memctx import ContextBuildResult, MemoryState, create_builder, create_tokenizer
 
@@ -66,17 +64,6 @@ class PagedResult:
         return self.store_append.median / self.memory_append.median
 
 
-def _timed(function: Callable[[], T]) -> tuple[float, T]:
-    gc.collect()
-    gc.disable()
-    try:
-        start = time.perf_counter()
-        value = function()
-        return time.perf_counter() - start, value
-    finally:
-        gc.enable()
-
-
 def _same(store: ContextBuildResult, memory: ContextBuildResult, what: str) -> None:
     if (
         store.messages != memory.messages
@@ -103,12 +90,12 @@ def run_paged(
     fresh = FreshChunks(load_corpus(), prefix=f"paged-{backend}-")
     for _ in range(repeats):
         with MemoryStore.open(url) as store:
-            elapsed, loaded = _timed(lambda: store.get_current_state(THREAD))
+            elapsed, loaded = timed_call(lambda: store.get_current_state(THREAD))
             result.full_load = elapsed
             copy, builder = fresh_copy(loaded), create_builder(tokenizer)
-            elapsed, memory = _timed(partial(builder.build, copy, budget))
+            elapsed, memory = timed_call(partial(builder.build, copy, budget))
             result.memory_cold.runs.append(elapsed)
-            elapsed, paged = _timed(partial(store.build, THREAD, budget, tokenizer=tokenizer))
+            elapsed, paged = timed_call(partial(store.build, THREAD, budget, tokenizer=tokenizer))
             result.store_cold.runs.append(elapsed)
             _same(paged, memory, f"{backend} cold")
             result.rows_read = store.events(THREAD, CONTEXT_BUILT)[-1].payload["chunks_read"]
@@ -116,9 +103,11 @@ def run_paged(
                 chunk = fresh.next()
                 store.append(THREAD, chunk)
                 copy = copy.append(chunk)
-                elapsed, memory = _timed(partial(builder.build, copy, budget))
+                elapsed, memory = timed_call(partial(builder.build, copy, budget))
                 result.memory_append.runs.append(elapsed)
-                elapsed, paged = _timed(partial(store.build, THREAD, budget, tokenizer=tokenizer))
+                elapsed, paged = timed_call(
+                    partial(store.build, THREAD, budget, tokenizer=tokenizer)
+                )
                 result.store_append.runs.append(elapsed)
                 _same(paged, memory, f"{backend} append")
     return result

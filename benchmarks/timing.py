@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 T = TypeVar("T")
+V = TypeVar("V")
 
 
 @dataclass
@@ -56,12 +57,17 @@ def measure(
 
 def timed(run: Callable[[T], object], argument: T) -> float:
     """Seconds of one ``run(argument)``, the collector run before and held off during it."""
+    return timed_call(lambda: run(argument))[0]
+
+
+def timed_call(function: Callable[[], V]) -> tuple[float, V]:
+    """Seconds of one ``function()`` and what it returned, timed as :func:`timed` times."""
     gc.collect()
     gc.disable()
     try:
         start = time.perf_counter()
-        run(argument)
-        return time.perf_counter() - start
+        value = function()
+        return time.perf_counter() - start, value
     finally:
         gc.enable()
 
