@@ -9,7 +9,8 @@ shares with the previous request's start are counted exactly
 (``memctx._prefix.shared_prefix_tokens``). Steady state is every build after
 the first time the history did not fit.
 
-Billed input, in units of full-price input tokens:
+Billed input, in units of full-price input tokens, per request at steady
+state (the same requests for every strategy), and per token sent:
 - Anthropic with ``cache_control`` on the stable prefix: a cache read costs
   0.1x, a cache write 1.25x; the shared prefix is read, the rest written.
 - OpenAI: prefixes of 1,024 tokens or more are cached automatically in steps
@@ -136,6 +137,8 @@ def row(name: str, budget: int, strategy: str, replay: Replay, start: int) -> di
     if not sent:
         return {"run": name, "budget": budget, "strategy": strategy, "steady": 0}
     total = sum(sent)
+    anthropic = sum(map(anthropic_billed, sent, shared))
+    openai = sum(map(openai_billed, sent, shared))
     return {
         "run": name,
         "budget": budget,
@@ -143,8 +146,10 @@ def row(name: str, budget: int, strategy: str, replay: Replay, start: int) -> di
         "steady": len(sent),
         "prefix_share": sum(shared) / total,
         "used": statistics.fmean(s / budget for s in sent),
-        "anthropic": sum(map(anthropic_billed, sent, shared)) / total,
-        "openai": sum(map(openai_billed, sent, shared)) / total,
+        "anthropic": anthropic / total,
+        "openai": openai / total,
+        "anthropic_per_request": anthropic / len(sent),
+        "openai_per_request": openai / len(sent),
         "ms": 1000 * statistics.median(replay.seconds) if replay.seconds else 0.0,
         "failures": replay.failures,
     }
@@ -167,24 +172,42 @@ def run(quick: bool, log: Callable[[str], None]) -> list[dict[str, object]]:
                 else:
                     replays[strategy] = replay_memctx(state, budget, strategy)
             start = steady_start(replays["recent"], budget)
-            rows.extend(row(name, budget, s, r, start) for s, r in replays.items())
+            added = [row(name, budget, s, r, start) for s, r in replays.items()]
+            recent = added[0]
+            for r in added:
+                if r["steady"] and recent["steady"]:
+                    r["anthropic_vs_recent"] = _ratio(r, recent, "anthropic_per_request")
+                    r["openai_vs_recent"] = _ratio(r, recent, "openai_per_request")
+            rows.extend(added)
     return rows
+
+
+def _ratio(r: dict[str, object], recent: dict[str, object], key: str) -> float:
+    mine, theirs = r[key], recent[key]
+    assert isinstance(mine, float)
+    assert isinstance(theirs, float)
+    return mine / theirs
 
 
 def table(rows: list[dict[str, object]]) -> str:
     lines = [
         "| run | budget | strategy | steady builds | prefix share | budget used | "
-        "Anthropic billed | OpenAI billed | build ms (median) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "Anthropic billed / request | vs recent | per token sent | "
+        "OpenAI billed / request | vs recent | per token sent | build ms (median) |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         if not r["steady"]:
-            lines.append(f"| {r['run']} | {r['budget']} | {r['strategy']} | 0 (always fits) |||||")
+            lines.append(
+                f"| {r['run']} | {r['budget']} | {r['strategy']} | 0 (always fits) |||||||||"
+            )
             continue
         lines.append(
             f"| {r['run']} | {int(str(r['budget'])) // 1000}k | {r['strategy']} | {r['steady']} | "
-            f"{r['prefix_share']:.1%} | {r['used']:.1%} | {r['anthropic']:.3f} | "
-            f"{r['openai']:.3f} | {r['ms']:.2f} |"
+            f"{r['prefix_share']:.1%} | {r['used']:.1%} | "
+            f"{r['anthropic_per_request']:,.0f} | {r['anthropic_vs_recent']:.3f} | "
+            f"{r['anthropic']:.3f} | {r['openai_per_request']:,.0f} | "
+            f"{r['openai_vs_recent']:.3f} | {r['openai']:.3f} | {r['ms']:.2f} |"
         )
     return "\n".join(lines)
 
