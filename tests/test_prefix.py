@@ -143,6 +143,22 @@ class TestSharedPrefixTokens:
         assert shared_prefix_tokens(a, b, tokenizer, content_tokens) == reference
         assert shared_prefix_tokens(b, a, tokenizer, content_tokens) == reference
 
+    @settings(max_examples=300, deadline=None)
+    @given(common=split_texts, rest_a=split_texts, rest_b=split_texts, role=roles)
+    def test_encoding_only_around_the_first_difference_gives_the_same_figure(
+        self, common: str, rest_a: str, rest_b: str, role: str
+    ) -> None:
+        """Without counts, the contents are encoded only between the split points around
+        their first differing character; the figure is still exact."""
+        tokenizer = create_tokenizer("gpt-4o")
+        assert isinstance(tokenizer, TiktokenTokenizer)
+        a = [REQUEST[0], msg(role, common + rest_a + "\nTail of a.")]
+        b = [REQUEST[0], msg(role, common + rest_b + "\nTail of b.")]
+        reference = common_prefix(request_tokens(a, tokenizer), request_tokens(b, tokenizer))
+
+        assert shared_prefix_tokens(a, b, tokenizer) == reference
+        assert shared_prefix_tokens(b, a, tokenizer) == reference
+
     @settings(max_examples=100, deadline=None)
     @given(messages, messages)
     def test_an_estimate_never_exceeds_either_request(

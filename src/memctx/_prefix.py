@@ -9,12 +9,13 @@ when their roles match, their role, the separator and the tokens their
 contents begin with in common.
 
 The common content tokens are exact for a tokenizer whose ``encoding`` is a
-tiktoken encoding, as a :class:`~memctx.TiktokenTokenizer`'s is (the two
-contents are encoded and their token ids compared; when a build gives the count
-of its message's content, only what follows the last point where both contents
-must split is encoded). For any other tokenizer
-only counts are available: the common text is counted and its last
-token is not credited, since the text that follows may merge with it.
+tiktoken encoding, as a :class:`~memctx.TiktokenTokenizer`'s is: token ids are
+compared, and only around the first differing character, between the last
+point before it where both contents must split and the first one after it in
+each (the tokens before come from the build's count of the content when it is
+known and that is shorter to get). For any other tokenizer only counts are
+available: the common text is counted and its last token is not credited,
+since the text that follows may merge with it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from memctx._message import ContextMessage
-from memctx._segments import last_split_point
+from memctx._segments import last_split_point, safe_split_point
 from memctx._tokens import TiktokenTokenizer
 from memctx.typing import Tokenizer
 
@@ -40,23 +41,32 @@ def _common_content_tokens(a: str, b: str, tokenizer: Tokenizer, tokens_a: int |
     """Leading tokens the contents ``a`` and ``b`` share; ``tokens_a`` is ``a``'s count if known."""
     encode = getattr(getattr(tokenizer, "encoding", None), "encode_ordinary", None)
     if callable(encode):  # a tiktoken encoding: compare the token ids themselves
-        before, start = 0, 0
-        if tokens_a is not None and _counts_by_encoding(tokenizer):
-            # The tokens before a point where both texts must split are the same in
-            # both, and number a's count less those of a's rest: encode only the rests.
-            start = last_split_point(a, _common_prefix_length(a, b))
-        rest_a = encode(a[start:])
-        if start:
-            assert tokens_a is not None
-            before = tokens_a - len(rest_a)
-        shared = 0
-        for x, y in zip(rest_a, encode(b[start:]), strict=False):
-            if x != y:
-                break
-            shared += 1
-        return before + shared
+        same = _common_prefix_length(a, b)
+        # Both texts split at ``start`` (the characters around it are common), and
+        # no shared token reaches past ``same``: only the tokens between ``start`` and
+        # the first point at or after ``same`` where each text must split can differ.
+        start = last_split_point(a, same)
+        end_a = safe_split_point(a, same) or len(a)
+        end_b = safe_split_point(b, same) or len(b)
+        rest_b = encode(b[start:end_b])
+        # a's count less the tokens of its rest, when that is the shorter text to encode.
+        rest_is_shorter = 0 < start >= len(a) - start
+        if rest_is_shorter and tokens_a is not None and _counts_by_encoding(tokenizer):
+            rest_a = encode(a[start:])
+            return tokens_a - len(rest_a) + _same_tokens(rest_a, rest_b)
+        before = len(encode(a[:start])) if start else 0
+        return before + _same_tokens(encode(a[start:end_a]), rest_b)
     same = _common_prefix_length(a, b)
     return max(0, tokenizer.count(a[:same]) - 1) if same else 0
+
+
+def _same_tokens(a: Sequence[int], b: Sequence[int]) -> int:
+    shared = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        shared += 1
+    return shared
 
 
 def _counts_by_encoding(tokenizer: Tokenizer) -> bool:

@@ -38,10 +38,10 @@ from memctx.store._queries import (
     appended_rows_after,
     check_thread_id,
     get_batch,
-    get_thread,
     load_counts,
     record_event,
     save_counts,
+    thread_version,
     visible_rows,
 )
 from memctx.store._records import CONTEXT_BUILT
@@ -160,25 +160,25 @@ def load_build(
     the chunks appended since are read.
     """
     check_thread_id(thread_id)
-    thread = get_thread(session, thread_id)
+    created_at, batch_number = thread_version(session, thread_id)
     if (
         base is not None
-        and base.batch == thread.batch
-        and base.created_at == thread.created_at
+        and base.batch == batch_number
+        and base.created_at == created_at
         and base.seqs
     ):
         rows = appended_rows_after(session, thread_id, base.after_seq)
         after = max([base.after_seq, *(r.seq for r in rows[-1:])])
     else:
         base = None
-        batch = get_batch(session, thread_id, thread.batch)
+        batch = get_batch(session, thread_id, batch_number)
         rows = visible_rows(session, batch)
         after = max([0 if batch.view is None else batch.base_seq, *(r.seq for r in rows[-1:])])
     cached = {} if tokenizer is None else load_counts(session, thread_id, tokenizer, renderer)
     return Loaded(
         thread_id,
-        thread.created_at,
-        thread.batch,
+        created_at,
+        batch_number,
         [row_to_chunk(r) for r in rows],
         [r.seq for r in rows],
         cached,
@@ -284,7 +284,7 @@ def drive(steps: Generator[Read, Any, T], run: Callable[..., Any]) -> T:
 
 def record_build(session: Session, thread_id: str, built: Built) -> None:
     """Store the new counts and the ``context.built`` event (a write transaction)."""
-    get_thread(session, thread_id, lock=True)
+    thread_version(session, thread_id, lock=True)
     if built.tokenizer is not None:
         save_counts(session, thread_id, built.tokenizer, built.renderer, built.counted)
     record_event(session, thread_id, CONTEXT_BUILT, built.payload)

@@ -25,8 +25,8 @@ from memctx.store._queries import (
     check_thread_id,
     counts_by_seq,
     get_batch,
-    get_thread,
     rows_by_seq,
+    thread_version,
     visible_light_rows,
 )
 from memctx.store._schema import row_to_chunk, unit_columns
@@ -58,19 +58,19 @@ def read_start(
     """The thread's light index, or (``kept`` = created_at, batch, after_seq still current)
     only the rows appended since."""
     check_thread_id(thread_id)
-    thread = get_thread(session, thread_id)
-    if kept is not None and kept[0] == thread.created_at and kept[1] == thread.batch:
+    created_at, batch_number = thread_version(session, thread_id)
+    if kept is not None and kept[0] == created_at and kept[1] == batch_number:
         rows = appended_rows_after(session, thread_id, kept[2])
         counts = {}
         if rows and tokenizer is not None:
             counts = counts_by_seq(session, thread_id, tokenizer, renderer, [r.seq for r in rows])
         after = rows[-1].seq if rows else kept[2]
-        return Start(thread.created_at, thread.batch, after, None, rows, counts)
-    batch = get_batch(session, thread_id, thread.batch)
+        return Start(created_at, batch_number, after, None, rows, counts)
+    batch = get_batch(session, thread_id, batch_number)
     light = visible_light_rows(session, batch)
     base = 0 if batch.view is None else batch.base_seq
     after = max([base, *(r[0] for r in light[-1:] if r[0] > base)])
-    return Start(thread.created_at, thread.batch, after, light, [], {})
+    return Start(created_at, batch_number, after, light, [], {})
 
 
 def read_rows(

@@ -83,6 +83,14 @@ _THREAD_OF_CHUNK: Final = (
 # On the table, not the model: the ORM's bulk insert costs a third of an append more.
 _THREAD: Final = select(ThreadRow).where(col(ThreadRow.id) == bindparam("thread_id"))
 _LOCK_THREAD: Final = _THREAD.with_for_update()
+_THREAD_VERSION: Final = select(col(ThreadRow.created_at), col(ThreadRow.batch)).where(
+    col(ThreadRow.id) == bindparam("thread_id")
+)
+_LOCK_THREAD_VERSION: Final = _THREAD_VERSION.with_for_update()
+_COUNT_INSERTS: Final = {
+    "postgresql": pg_insert(TokenCountRow.__table__).on_conflict_do_nothing(),  # type: ignore[attr-defined]
+    "sqlite": sqlite_insert(TokenCountRow.__table__).on_conflict_do_nothing(),  # type: ignore[attr-defined]
+}
 _MOVE_LAST_SEQ: Final = (
     update(ThreadRow)
     .where(col(ThreadRow.id) == bindparam("thread_id"))
@@ -138,6 +146,16 @@ def get_thread(session: Session, thread_id: str, *, lock: bool = False) -> Threa
     if row is None:
         raise ThreadNotFoundError(thread_id)
     return row
+
+
+def thread_version(session: Session, thread_id: str, *, lock: bool = False) -> tuple[Any, int]:
+    """The thread's ``(created_at, batch)``, or :class:`ThreadNotFoundError`; ``lock`` as
+    for :func:`get_thread`. Read without the ORM: builds ask it twice each."""
+    statement = _LOCK_THREAD_VERSION if lock else _THREAD_VERSION
+    row = session.connection().execute(statement, {"thread_id": thread_id}).first()
+    if row is None:
+        raise ThreadNotFoundError(thread_id)
+    return row[0], row[1]
 
 
 def get_batch(session: Session, thread_id: str, number: int) -> BatchRow:
@@ -540,11 +558,9 @@ def save_counts(
     """Store new counts; a count another process stored meanwhile is kept (they are equal)."""
     if not counts:
         return
-    dialect = session.get_bind().dialect.name
-    upsert = pg_insert if dialect == "postgresql" else sqlite_insert
-    statement = upsert(TokenCountRow).on_conflict_do_nothing()
-    session.execute(
-        statement,
+    connection = session.connection()
+    connection.execute(
+        _COUNT_INSERTS[connection.dialect.name],
         [
             {
                 "thread_id": thread_id,
