@@ -235,11 +235,10 @@ def incremental_breakdown(
     """Where an incremental build's time goes: the append, the new chunk, the build.
 
     Times, as the benchmark does (a full garbage collection first, so CPU
-    caches are cold), an append followed by a build; the same with the new
-    chunk already rendered and counted (untimed) between the two; and the
-    append alone. The differences are the new chunk's own cost and the rest
-    of the build. The same three again straight after the previous step
-    (caches warm) for comparison.
+    caches are cold), an append followed by a build; rendering and counting
+    a new chunk alone (what the build does for it); and the append alone.
+    What is left is the rest of the build. The same three again straight
+    after the previous step (caches warm) for comparison.
     """
     builder = create_builder(tokenizer)
     fresh = FreshChunks(corpus, "breakdown-")
@@ -271,9 +270,9 @@ def incremental_breakdown(
         if mode == 0:
             current = timed_step("append + build", cold, append_and_build, current, chunk)
         elif mode == 1:
+            timed_step("render + count the new chunk", cold, builder.tokens, chunk, tokenizer)
             current = current.append(chunk)
-            builder.tokens(chunk, tokenizer)  # renders and counts it, untimed
-            timed_step("build, new chunk already counted", cold, builder.build, current, budget)
+            builder.build(current, max_tokens=budget)
         else:
             current = timed_step("append alone", cold, current.append, chunk)
             builder.build(current, max_tokens=budget)
@@ -281,16 +280,16 @@ def incremental_breakdown(
         lambda s: builder.build(s, max_tokens=budget), lambda: fresh_copy(state), repeats=5
     )
     whole = {cold: statistics.median(times["append + build", cold]) for cold in (True, False)}
-    built = {
-        cold: statistics.median(times["build, new chunk already counted", cold])
+    new = {
+        cold: statistics.median(times["render + count the new chunk", cold])
         for cold in (True, False)
     }
     append = {cold: statistics.median(times["append alone", cold]) for cold in (True, False)}
     rows = [
         ("append + build (the benchmark's incr)", whole),
         ("state.append", append),
-        ("render + count the new chunk", {c: whole[c] - built[c] - append[c] for c in whole}),
-        ("the rest of the build", built),
+        ("render + count the new chunk", new),
+        ("the rest of the build", {c: whole[c] - new[c] - append[c] for c in whole}),
     ]
     print(f"\nincremental build, {len(state):,} chunks, {budget_label(budget)} budget ", end="")
     print(f"(cold build: {reference.median * 1e3:.2f} ms):\n")
