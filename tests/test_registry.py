@@ -353,3 +353,37 @@ class TestResolveByKind:
 
         assert first.startswith("<user_message")
         assert registry.render(chunks.user("hi"))[1].startswith("<shout")
+
+    def test_a_renderer_keyed_on_role_is_remembered_per_role(self) -> None:
+        class UserOnly(DeclaredRenderer):
+            chunk_type = ChunkType.AGENT
+            key_fields = ("role",)
+            elements: ClassVar[dict[Any, Element]] = {"user": Element("mine", "user")}
+
+        registry = RendererRegistry()
+        registry.register(UserOnly())
+
+        assert UserOnly.claims_by_kind
+        assert registry.render(chunks.user("a"))[1].startswith("<mine")
+        assert registry.render(chunks.assistant("b"))[1].startswith("<assistant_response")
+        assert registry.render(chunks.user("c"))[1].startswith("<mine")
+        assert registry.render(chunks.assistant("d"))[1].startswith("<assistant_response")
+
+    def test_the_built_in_chain_asks_its_renderers_once_per_kind(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        asked: list[str] = []
+        claims = DeclaredRenderer.can_render
+
+        def counting(self: DeclaredRenderer, chunk: Chunk) -> bool:
+            asked.append(chunk.id)
+            return claims(self, chunk)
+
+        monkeypatch.setattr(DeclaredRenderer, "can_render", counting)
+        registry = RendererRegistry()
+        kinds = [chunks.user, chunks.assistant, chunks.thinking, chunks.system]
+        for number, make in enumerate(kinds * 2):
+            registry.render(make("text", id=f"c{number}"))
+
+        assert asked
+        assert not {f"c{n}" for n in range(len(kinds), 2 * len(kinds))} & set(asked)

@@ -70,7 +70,7 @@ class DeclaredRenderer:
     _compiled: ClassVar[dict[Any, tuple[Element, tuple[tuple[str, Getter], ...]]]]
 
     claims_by_kind: ClassVar[bool] = True
-    """Whether a chunk's type, action and subtype alone decide :meth:`can_render` (a
+    """Whether a chunk's type, role, action and subtype alone decide :meth:`can_render` (a
     registry then remembers the renderer per kind); False for a subclass that overrides
     ``can_render`` or keys on other fields."""
 
@@ -78,7 +78,7 @@ class DeclaredRenderer:
         super().__init_subclass__(**kwargs)
         cls.claims_by_kind = cls.can_render is DeclaredRenderer.can_render and set(
             cls.key_fields
-        ) <= {"action", "subtype"}
+        ) <= {"role", "action", "subtype"}
         if "elements" in cls.__dict__ or "key_fields" in cls.__dict__:
             cls._compiled = {
                 key: (element, tuple(_getter(name) for name in element.attributes))

@@ -44,7 +44,7 @@ class GenericRenderer:
 
     tag = "memory_chunk"
     claims_by_kind: ClassVar[bool] = True
-    """Claims a chunk by its type, action and subtype alone (here: every chunk)."""
+    """Claims a chunk by its type, role, action and subtype alone (here: every chunk)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -132,10 +132,10 @@ class RendererRegistry:
         """Return the first renderer that claims ``chunk``.
 
         When every renderer asked claims by the chunk's kind alone (type,
-        action, subtype: a :class:`DeclaredRenderer` or the fallback), the
+        role, action, subtype: a :class:`DeclaredRenderer` or the fallback), the
         answer is remembered for that kind.
         """
-        kind = (chunk.type, chunk.action, chunk.subtype)
+        kind = (chunk.type, chunk.role, chunk.action, chunk.subtype)
         found = self._by_kind.get(kind)
         if found is not None:
             return found
