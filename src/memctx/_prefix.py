@@ -50,7 +50,7 @@ def _common_content_tokens(a: str, b: str, tokenizer: Tokenizer, tokens_a: int |
         end_b = safe_split_point(b, same) or len(b)
         rest_b = encode(b[start:end_b])
         # a's count less the tokens of its rest, when that is the shorter text to encode.
-        rest_is_shorter = 0 < start >= len(a) - start
+        rest_is_shorter = start > 0 and len(a) - start <= start
         if rest_is_shorter and tokens_a is not None and _counts_by_encoding(tokenizer):
             rest_a = encode(a[start:])
             return tokens_a - len(rest_a) + _same_tokens(rest_a, rest_b)
