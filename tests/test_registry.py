@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import memctx
 from memctx import (
@@ -387,3 +389,66 @@ class TestResolveByKind:
 
         assert asked
         assert not {f"c{n}" for n in range(len(kinds), 2 * len(kinds))} & set(asked)
+
+
+_KIND_FIELDS = ("role", "action", "subtype")
+_KIND_VALUES: dict[str, list[str | None]] = {
+    "role": [None, "user", "assistant"],
+    "action": [None, "call"],
+    "subtype": [None, "a"],
+}
+
+
+@st.composite
+def declared_renderers(draw: st.DrawFn) -> DeclaredRenderer:
+    """A DeclaredRenderer keyed on some of role, action and subtype, claiming some keys."""
+    fields = tuple(f for f in _KIND_FIELDS if draw(st.booleans()))
+    keys = draw(
+        st.lists(
+            st.tuples(*(st.sampled_from(_KIND_VALUES[f]) for f in fields)),
+            min_size=1,
+            max_size=4,
+            unique=True,
+        )
+    )
+    elements = {
+        (key[0] if len(fields) == 1 else key): Element(f"r{n}", "user")
+        for n, key in enumerate(keys)
+    }
+    kind = type(
+        "Drawn",
+        (DeclaredRenderer,),
+        {
+            "chunk_type": draw(st.sampled_from([ChunkType.AGENT, ChunkType.CUSTOM])),
+            "key_fields": fields,
+            "elements": elements,
+        },
+    )
+    return kind()  # type: ignore[no-any-return]
+
+
+drawn_chunks = st.builds(
+    Chunk,
+    type=st.sampled_from([ChunkType.AGENT, ChunkType.CUSTOM]),
+    content=st.just("text"),
+    role=st.sampled_from(_KIND_VALUES["role"]),
+    action=st.sampled_from(_KIND_VALUES["action"]),
+    subtype=st.sampled_from(_KIND_VALUES["subtype"]),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    renderers=st.lists(declared_renderers(), max_size=4),
+    sequence=st.lists(drawn_chunks, min_size=2, max_size=16),
+)
+def test_remembering_per_kind_never_changes_which_renderer_claims_a_chunk(
+    renderers: list[DeclaredRenderer], sequence: list[Chunk]
+) -> None:
+    registry = RendererRegistry()
+    for renderer in renderers:
+        registry.register(renderer)
+
+    for chunk in sequence:
+        first = next(r for r in registry.renderers if r.can_render(chunk))
+        assert registry.resolve(chunk) is first
