@@ -20,7 +20,7 @@ since the text that follows may merge with it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from memctx._message import ContextMessage
@@ -53,20 +53,21 @@ def _common_content_tokens(a: str, b: str, tokenizer: Tokenizer, tokens_a: int |
         rest_is_shorter = start > 0 and len(a) - start <= start
         if rest_is_shorter and tokens_a is not None and _counts_by_encoding(tokenizer):
             rest_a = encode(a[start:])
-            return tokens_a - len(rest_a) + _same_tokens(rest_a, rest_b)
+            return tokens_a - len(rest_a) + _leading_equal(rest_a, rest_b)
         before = len(encode(a[:start])) if start else 0
-        return before + _same_tokens(encode(a[start:end_a]), rest_b)
+        return before + _leading_equal(encode(a[start:end_a]), rest_b)
     same = _common_prefix_length(a, b)
     return max(0, tokenizer.count(a[:same]) - 1) if same else 0
 
 
-def _same_tokens(a: Sequence[int], b: Sequence[int]) -> int:
-    shared = 0
+def _leading_equal(a: Iterable[object], b: Iterable[object]) -> int:
+    """How many leading items ``a`` and ``b`` have in common."""
+    same = 0
     for x, y in zip(a, b, strict=False):
         if x != y:
             break
-        shared += 1
-    return shared
+        same += 1
+    return same
 
 
 def _counts_by_encoding(tokenizer: Tokenizer) -> bool:
@@ -115,12 +116,7 @@ def _whole_messages_tokens(
 
 def shared_messages(messages_a: Sequence[Message], messages_b: Sequence[Message]) -> int:
     """How many leading messages of ``a`` and ``b`` are identical in role and content."""
-    same = 0
-    for left, right in zip(messages_a, messages_b, strict=False):
-        if _fields(left) != _fields(right):
-            break
-        same += 1
-    return same
+    return _leading_equal(map(_fields, messages_a), map(_fields, messages_b))
 
 
 def shared_prefix_tokens(
