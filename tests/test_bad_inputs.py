@@ -23,6 +23,7 @@ from memctx import (
     BuildOptions,
     Chunk,
     ChunkType,
+    ContextBuilder,
     InvalidChunkError,
     MemoryState,
     StateFileError,
@@ -306,6 +307,15 @@ class TestBuildOptions:
     def test_a_system_prompt_that_is_not_text_is_refused(self) -> None:
         with pytest.raises(BuildOptionError, match="system_prompt"):
             BuildOptions(system_prompt=b"bytes")  # type: ignore[arg-type]
+
+    @pytest.mark.parametrize("tokenizer", ["gpt-4o", 42, object()])
+    def test_a_builder_made_with_something_that_is_not_a_tokenizer_is_refused_at_once(
+        self, tokenizer: object
+    ) -> None:
+        with pytest.raises(BuildOptionError, match=r"tokenizer: .*create_tokenizer\(model\)"):
+            create_builder(tokenizer)  # type: ignore[arg-type]
+        with pytest.raises(BuildOptionError, match="tokenizer"):
+            ContextBuilder(tokenizer)  # type: ignore[arg-type]
 
 
 class TestOpenAIImporter:

@@ -146,9 +146,12 @@ def test_rebuilding_the_same_state_the_same_way_returns_the_same_result() -> Non
     state = _loop_state()
 
     first = builder.build(state, max_tokens=2000)
+    again = builder.build(state, max_tokens=2000)
 
-    assert builder.build(state, max_tokens=2000) is first
-    assert builder.build(state, max_tokens=1999) is not first
+    assert again == first
+    assert again.messages is first.messages  # nothing built anew
+    assert again.prefix_tokens_shared > first.prefix_tokens_shared == 0
+    assert builder.build(state, max_tokens=1999).messages is not first.messages
 
 
 def test_a_rebuild_with_other_options_or_renderers_is_a_full_build() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -198,6 +199,27 @@ class TestSharedMessages:
         assert grown.prefix_messages_shared == 2  # the system message and the task
         assert builder.build(state, max_tokens=10_000).prefix_messages_shared == 0  # other options
 
+    @pytest.mark.parametrize("strategy", ["recent", "stable", "priority"])
+    @pytest.mark.parametrize("prompt", [None, "You are a careful agent."])
+    def test_building_the_same_state_again_reports_its_whole_request_as_shared(
+        self, strategy: str, prompt: str | None
+    ) -> None:
+        gpt4o = create_tokenizer("gpt-4o")
+        builder = create_builder(gpt4o)
+        state = MemoryState(
+            [chunks.system("Be brief."), chunks.user("Fix the test."), chunks.assistant("On it.")]
+        )
+        options: dict[str, Any] = {"strategy": strategy, "system_prompt": prompt}
+        first = builder.build(state, 2000, **options)
+
+        again = builder.build(state, 2000, **options)
+
+        whole = gpt4o.count_messages(again.messages) - gpt4o.count_messages([])
+        assert again == first
+        assert first.prefix_tokens_shared == 0  # no previous build
+        assert again.prefix_tokens_shared == whole
+        assert again.prefix_messages_shared == len(again.messages)
+
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
@@ -209,19 +231,21 @@ def test_a_results_shared_prefix_equals_a_count_of_the_two_requests(data: st.Dat
     strategy = data.draw(st.sampled_from(["recent", "stable"]))
     budget = data.draw(st.one_of(st.none(), st.integers(300, 3000)))
     prompt = data.draw(st.one_of(st.none(), st.just("You are a careful agent.")))
+    again = data.draw(st.sets(st.integers(0, max(0, len(history) - 1)), max_size=3))
     builder = create_builder(tokenizer)
     state = MemoryState()
     previous = None
-    for chunk in history:
+    for position, chunk in enumerate(history):
         state = state.append(chunk)
-        try:
-            result = builder.build(state, budget, strategy=strategy, system_prompt=prompt)
-        except BudgetExceededError:
-            continue  # the builder's previous build stays the last one that succeeded
-        expected = (
-            0
-            if previous is None
-            else shared_prefix_tokens(result.messages, previous.messages, tokenizer)
-        )
-        assert result.prefix_tokens_shared == expected
-        previous = result
+        for _ in range(2 if position in again else 1):  # some states are built twice
+            try:
+                result = builder.build(state, budget, strategy=strategy, system_prompt=prompt)
+            except BudgetExceededError:
+                continue  # the builder's previous build stays the last one that succeeded
+            expected = (
+                0
+                if previous is None
+                else shared_prefix_tokens(result.messages, previous.messages, tokenizer)
+            )
+            assert result.prefix_tokens_shared == expected
+            previous = result

@@ -103,13 +103,16 @@ class HistoryCache:
 class LastBuild:
     """The last build of a history with one set of options."""
 
-    __slots__ = ("length", "memory", "result")
+    __slots__ = ("again", "length", "memory", "result")
 
     def __init__(self, length: int, result: ContextBuildResult, memory: object | None) -> None:
         self.length = length
         self.result = result
         self.memory = memory
         """What the selector kept (a :class:`LastWalk` for ``recent``), or None."""
+        self.again = False
+        """Whether ``result`` is that of building the same state again (its whole request
+        shared with the build before)."""
 
 
 class BuildCaches:

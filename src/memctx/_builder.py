@@ -23,11 +23,11 @@ from memctx._exceptions import BudgetExceededError, BuildOptionError
 from memctx._filter import filter_candidates
 from memctx._group import group
 from memctx._incremental import LastWalk
-from memctx._options import BuildOptions, parse_build_options
+from memctx._options import BuildOptions, check_tokenizer, parse_build_options
 from memctx._pin import pin
 from memctx._provider_turns import added_turn_tokens, reserved_turn_tokens
 from memctx._rendering import RendererRegistry, renderer_cache_key
-from memctx._report import report
+from memctx._report import built_again, report
 from memctx._result import ContextBuildResult
 from memctx._segments import SEPARATOR, RenderedChunk
 from memctx._select import selector_for
@@ -71,6 +71,7 @@ class ContextBuilder:
             self.content: XmlContentMode = check_content_mode(content)
         except ValueError as exc:
             raise BuildOptionError("content", str(exc)) from None
+        check_tokenizer(tokenizer)
         self.registry = registry if registry is not None else RendererRegistry()
         self.tokenizer: Tokenizer = tokenizer if tokenizer is not None else EstimatingTokenizer()
         self._caches = BuildCaches()
@@ -125,8 +126,11 @@ class ContextBuilder:
         count_key, adds_up = self._count_key(tokenizer)
         key = (opts, count_key)
         last = cache.by_options.get(key)
-        if last is not None and last.length == length:
-            return last.result  # this very state, built the same way before
+        if last is not None and last.length == length:  # this state, built this way before
+            if not last.again:
+                prompt = prompt_segment(opts.system_prompt)
+                last.result, last.again = built_again(last.result, tokenizer, prompt), True
+            return last.result
         if last is not None and last.length > length:
             last = None
         costs = ChunkCosts(

@@ -76,13 +76,18 @@ def _check_strategy(instance: object, attribute: attrs.Attribute[Any], value: ob
 _TOKENIZER_MEMBERS: Final = ("name", "exact", "count", "count_messages")
 
 
-def _check_tokenizer(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+def check_tokenizer(value: object) -> None:
+    """Raise :class:`BuildOptionError` unless ``value`` is None or has a Tokenizer's members."""
     if value is not None and not all(hasattr(value, m) for m in _TOKENIZER_MEMBERS):
         raise BuildOptionError(
             "tokenizer",
             f"{value!r} is not a Tokenizer (needs name, exact, count and count_messages); "
             "use memctx.create_tokenizer(model)",
         )
+
+
+def _check_tokenizer(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    check_tokenizer(value)
 
 
 def _clean_prompt(value: object) -> Any:

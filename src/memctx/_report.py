@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+import attrs
+
 from memctx._chunk import Chunk
 from memctx._filter import Candidates
 from memctx._group import Grouped
@@ -88,8 +90,8 @@ def report(
         None
         if previous is None
         else SharedPrefix(
-            previous,
-            grouped,
+            previous.messages,
+            grouped.messages,
             tokenizer,
             None if grouped.recounted else dict(chunk_tokens),
             prompt_tokens,
@@ -116,6 +118,26 @@ def report(
     )
 
 
+def built_again(
+    result: ContextBuildResult, tokenizer: Tokenizer, prompt: str | None
+) -> ContextBuildResult:
+    """``result`` reported as the build of its state made again the same way: the same
+    request, which the previous build (``result``'s) sent whole; ``prompt`` is the
+    system prompt's segment."""
+
+    def tokens_shared() -> int:
+        counts = None if result.recounted else result.chunk_tokens
+        prompt_tokens = tokenizer.count(prompt) if prompt else 0
+        messages = result.messages
+        return SharedPrefix(messages, messages, tokenizer, counts, prompt_tokens)()
+
+    return attrs.evolve(
+        result,
+        prefix_source=tokens_shared,
+        shared_messages_source=lambda: len(result.messages),
+    )
+
+
 class SharedPrefix:
     """Works out, when first asked, how many leading tokens two builds' requests share."""
 
@@ -123,14 +145,14 @@ class SharedPrefix:
 
     def __init__(
         self,
-        previous: ContextBuildResult,
-        grouped: Grouped,
+        previous: Sequence[ContextMessage],
+        messages: Sequence[ContextMessage],
         tokenizer: Tokenizer,
-        chunk_tokens: dict[str, int] | None,
+        chunk_tokens: Mapping[str, int] | None,
         prompt_tokens: int = 0,
     ) -> None:
-        self._previous = previous.messages
-        self._messages = grouped.messages
+        self._previous = previous
+        self._messages = messages
         self._tokenizer = tokenizer
         # Segment counts of this build's chunks when they add up to their messages'.
         self._chunk_tokens = chunk_tokens

@@ -265,6 +265,24 @@ def test_a_rebuild_after_an_append_reports_the_prefix_the_two_requests_share(
     assert event.payload["visible"] == len(second.included_chunk_ids)
 
 
+@pytest.mark.parametrize("strategy", ["recent", "stable"])
+@pytest.mark.parametrize("max_tokens", [300, 100_000])
+def test_building_an_unchanged_thread_again_records_its_whole_request_as_shared(
+    store: MemoryStore, long_thread: str, strategy: str, max_tokens: int
+) -> None:
+    tokenizer = create_tokenizer("gpt-4o")
+    options: dict[str, Any] = {"tokenizer": tokenizer, "strategy": strategy}
+    first = store.build(long_thread, max_tokens, **options)
+
+    again = store.build(long_thread, max_tokens, **options)
+
+    whole = tokenizer.count_messages(again.messages) - tokenizer.count_messages([])
+    events = store.events(long_thread, kind="context.built")
+    assert again.messages == first.messages
+    assert again.prefix_tokens_shared == whole
+    assert [e.payload["prefix_tokens_shared"] for e in events] == [0, whole]
+
+
 def test_a_view_change_between_builds_is_seen_by_the_next_build(
     store: MemoryStore, long_thread: str
 ) -> None:
