@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Hashable
+from operator import itemgetter
 from typing import Any
 
 import attrs
@@ -134,26 +135,23 @@ class PagedThread:
     def from_light(cls, start: Start) -> PagedThread:
         thread = cls(start.created_at, start.batch, start.after_seq)
         light = start.light or []
-        if light:
-            columns = list(zip(*light, strict=True))
-            thread.seqs, thread.ids, thread.types = (
-                list(columns[0]),
-                list(columns[1]),
-                list(columns[2]),
-            )
-            thread.units = list(columns[3])
-            thread.openers = list(columns[4])  # bools, or 0 and 1 from SQLite
-            thread.flagged = [i for i, p in enumerate(columns[5]) if p]
-        n = len(thread.seqs)
-        thread.system = [i for i, t in enumerate(thread.types) if t == "SYSTEM"]
-        first = dict(zip(reversed(thread.units), range(n - 1, -1, -1), strict=True))
-        first.pop(None, None)
-        thread.first = first  # type: ignore[assignment]
-        units, openers = thread.units, thread.openers
-        thread.answered = {
-            u for u, o in zip(units, openers, strict=True) if u is not None and not o
-        }
-        thread.pending = {i for u, i in first.items() if u not in thread.answered and openers[i]}
+        # Column by column: a thread may have 100,000 rows.
+        thread.seqs = list(map(itemgetter(0), light))
+        thread.ids = list(map(itemgetter(1), light))
+        thread.types = types = list(map(itemgetter(2), light))
+        thread.units = units = list(map(itemgetter(3), light))
+        thread.openers = openers = list(map(itemgetter(4), light))  # bools, or 0 and 1 (SQLite)
+        thread.flagged = [i for i, pinned in enumerate(map(itemgetter(5), light)) if pinned]
+        thread.system = [i for i, kind in enumerate(types) if kind == "SYSTEM"]
+        first: dict[str, int] = {}
+        answered: set[str] = set()
+        for i, unit in enumerate(units):
+            if unit is not None:
+                first.setdefault(unit, i)
+                if not openers[i]:
+                    answered.add(unit)
+        thread.first, thread.answered = first, answered
+        thread.pending = {i for u, i in first.items() if u not in answered and openers[i]}
         return thread
 
     def extend(self, start: Start) -> None:
