@@ -225,7 +225,10 @@ class TestRebuilds:
     ) -> None:
         first = review.build_for_agent("coder", max_tokens=500, tokenizer=gpt4o)
 
-        assert review.build_for_agent("coder", max_tokens=500, tokenizer=gpt4o) is first
+        again = review.build_for_agent("coder", max_tokens=500, tokenizer=gpt4o)
+
+        assert again == first
+        assert again.messages is first.messages  # nothing built anew
 
     def test_a_grown_conversation_builds_as_a_fresh_team_would(
         self, review: TeamConversation, lena: Speaker, coder: Speaker, gpt4o: Tokenizer
