@@ -199,6 +199,17 @@ class TestSharedMessages:
         assert grown.prefix_messages_shared == 2  # the system message and the task
         assert builder.build(state, max_tokens=10_000).prefix_messages_shared == 0  # other options
 
+    def test_a_new_tokenizer_object_for_each_build_still_finds_the_previous_build(self) -> None:
+        builder = create_builder()
+        start = MemoryState([chunks.system("Be brief."), chunks.user("Fix the test.")])
+        builder.build(start, max_tokens=1000, tokenizer=create_tokenizer("gpt-4o"))
+        grown = start.append(chunks.assistant("On it."))
+
+        result = builder.build(grown, max_tokens=1000, tokenizer=create_tokenizer("gpt-4o"))
+
+        assert result.prefix_messages_shared == 2
+        assert result.prefix_tokens_shared > 0
+
     @pytest.mark.parametrize("strategy", ["recent", "stable", "priority"])
     @pytest.mark.parametrize("prompt", [None, "You are a careful agent."])
     def test_building_the_same_state_again_reports_its_whole_request_as_shared(

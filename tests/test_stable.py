@@ -8,12 +8,13 @@ import subprocess
 import sys
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from histories import agent_histories
-from memctx import MemoryState, chunks, create_builder, create_tokenizer
+from memctx import MemctxError, MemoryState, chunks, create_builder, create_tokenizer
 from memctx._select_stable import LOW_WATER
 from memctx.statefile import dumps_state, loads_state
 
@@ -134,3 +135,32 @@ def test_a_builder_that_saw_earlier_states_chooses_what_a_fresh_one_chooses(
         fresh = create_builder(GPT4O).build(loads_state(dumps_state(partial)), **opts)
         assert seen.messages == fresh.messages
         assert seen.included_chunk_ids == fresh.included_chunk_ids
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_while_the_whole_history_fits_everything_is_sent(data: st.DataObject) -> None:
+    """The pass counts what sending each chunk adds (a chunk after one of its role joins
+    that message), so it never drops anything from a history that fits whole."""
+    state = data.draw(agent_histories())
+    provider = data.draw(st.sampled_from([None, "anthropic"]))
+    prompt = data.draw(st.sampled_from([None, "Be careful."]))
+    unpinned = MemoryState(
+        [attrs.evolve(c, metadata=attrs.evolve(c.metadata, pinned=False)) for c in state]
+    )
+    opts: dict[str, Any] = {"provider": provider, "system_prompt": prompt}
+    try:
+        whole = create_builder(GPT4O).build(unpinned, strategy="recent", **opts)
+    except MemctxError:  # a state this build refuses is not the point here
+        return
+    budget = whole.token_count + data.draw(st.integers(0, 40))
+    try:
+        recent = create_builder(GPT4O).build(unpinned, max_tokens=budget, **opts)
+    except MemctxError:  # added turns the budget must leave room for
+        return
+    if recent.excluded_chunk_ids != whole.excluded_chunk_ids:
+        return  # the budget is short of the whole history
+
+    stable = create_builder(GPT4O).build(unpinned, max_tokens=budget, strategy="stable", **opts)
+
+    assert stable.included_chunk_ids == whole.included_chunk_ids

@@ -114,6 +114,18 @@ class TestCreateTokenizer:
         with pytest.raises(TokenizerError):
             create_tokenizer(bad)  # type: ignore[arg-type]
 
+    @pytest.mark.parametrize("model", ["gpt-4o", "gpt-4", "claude-3-5-sonnet", "estimate"])
+    def test_tokenizers_made_alike_are_equal(self, model: str) -> None:
+        assert create_tokenizer(model) == create_tokenizer(model)
+        assert hash(create_tokenizer(model)) == hash(create_tokenizer(model))
+
+    @pytest.mark.parametrize(
+        ("a", "b"), [("gpt-4o", "gpt-4"), ("gpt-4o", "gpt-4.1"), ("gpt-4o", "o200k_base"),
+                     ("gpt-4", "claude-3-5-sonnet"), ("estimate", "gpt-4o")]
+    )  # fmt: skip
+    def test_tokenizers_of_other_models_or_encodings_differ(self, a: str, b: str) -> None:
+        assert create_tokenizer(a) != create_tokenizer(b)
+
     def test_built_in_tokenizers_satisfy_the_protocol(self) -> None:
         assert isinstance(create_tokenizer("gpt-4o"), Tokenizer)
         assert isinstance(create_tokenizer("estimate"), Tokenizer)

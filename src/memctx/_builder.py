@@ -170,6 +170,7 @@ class ContextBuilder:
             opts.budget,
             fixed,
             frozenset(opts.pinned_chunk_ids),
+            reserved,
         )
         remembered = last.memory if last is not None and candidates.only is None else None
         selected = selector_for(opts.strategy)(problem, remembered)  # 4. select

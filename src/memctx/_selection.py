@@ -49,6 +49,8 @@ class SelectionProblem:
     fixed: int
     pinned_ids: frozenset[str] = frozenset()
     """``pinned_chunk_ids`` of the options."""
+    reserved: int = 0
+    """Tokens of the turns a provider adapter adds (part of ``fixed``)."""
 
     def units_in_order(self) -> list[list[int]]:
         """Every candidate as a unit (a call with its results, or a single chunk), oldest first."""

@@ -139,6 +139,18 @@ class TiktokenTokenizer(_ChatFormatMixin):
             len(ids) for ids in self._encoding.encode_ordinary_batch(list(texts), num_threads=2)
         ]
 
+    def _identity(self) -> tuple[object, ...]:
+        return type(self), self.encoding_name, self._model, self._exact
+
+    def __eq__(self, other: object) -> bool:
+        """Tokenizers made alike are equal: builds with either share what they remember."""
+        if not isinstance(other, TiktokenTokenizer):
+            return NotImplemented
+        return self._identity() == other._identity()
+
+    def __hash__(self) -> int:
+        return hash(self._identity())
+
     def __repr__(self) -> str:
         return f"TiktokenTokenizer({self.name!r}, exact={self._exact})"
 
@@ -167,6 +179,14 @@ class EstimatingTokenizer(_ChatFormatMixin):
 
     def count(self, text: str) -> int:
         return math.ceil(len(text) / self.chars_per_token)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, EstimatingTokenizer):
+            return NotImplemented
+        return (type(self), self.chars_per_token) == (type(other), other.chars_per_token)
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.chars_per_token))
 
     def __repr__(self) -> str:
         return "EstimatingTokenizer()"
