@@ -24,6 +24,7 @@ from memctx.chat._modes import MODES
 from memctx.store._cli_common import db_option, note, open_store, read_json
 
 if TYPE_CHECKING:
+    from memctx._result import ContextBuildResult
     from memctx.chat import ChatAgent, ChatRound
 
 
@@ -167,8 +168,11 @@ def post(
     """Post TEXT ('-': stdin) as the user; show the targets and the prompt each one gets."""
     from memctx.chat import ChatSession
 
+    text = _text(text)
     with open_store() as store:
-        chat_round = ChatSession.open(store, session_id).post(_text(text))
+        session = ChatSession.open(store, session_id)
+        _prompts(session.preview(text), max_tokens, model)  # a failure stores nothing
+        chat_round = session.post(text)
     _show_round(chat_round, max_tokens, model, output_format)
 
 
@@ -186,7 +190,9 @@ def step(session_id: str, max_tokens: int | None, model: str, output_format: str
     from memctx.chat import ChatSession
 
     with open_store() as store:
-        chat_round = ChatSession.open(store, session_id).step()
+        session = ChatSession.open(store, session_id)
+        _prompts(session.preview(), max_tokens, model)  # a failure stores nothing
+        chat_round = session.step()
     _show_round(chat_round, max_tokens, model, output_format)
 
 
@@ -272,17 +278,24 @@ def set_mode(session_id: str, mode: str, roles: tuple[str, ...], output_format: 
     note(f"{session_id}: mode {mode}")
 
 
-def _show_round(chat_round: ChatRound, max_tokens: int | None, model: str, fmt: str) -> None:
+def _prompts(
+    chat_round: ChatRound, max_tokens: int | None, model: str
+) -> dict[str, ContextBuildResult]:
+    """Each target's prompt for ``chat_round``, built under ``max_tokens``."""
     from memctx._builder import create_builder
     from memctx._tokens import create_tokenizer
 
     context = chat_round.context
-    tokenizer = create_tokenizer(model)
-    builder = create_builder(tokenizer)
-    results = {
+    builder = create_builder(create_tokenizer(model))
+    return {
         agent_id: builder.build(context.state_for(agent_id), max_tokens=max_tokens)
         for agent_id in context.targets.agent_ids
     }
+
+
+def _show_round(chat_round: ChatRound, max_tokens: int | None, model: str, fmt: str) -> None:
+    context = chat_round.context
+    results = _prompts(chat_round, max_tokens, model)
     state = context.targets.mode_state
     if fmt == "json":
         out: dict[str, Any] = {

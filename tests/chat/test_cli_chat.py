@@ -137,3 +137,22 @@ def test_a_bad_agents_file_is_one_error_line(cli: Any, tmp_path: Path) -> None:
 
     failed(cli("new", "s1", "--agents", str(bad)), "the name 'X' is used by 'a' and 'b'")
     failed(cli("post", "s1", "hi"), "no thread 's1'")  # nothing was written
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [(["--model", "nope"], "unknown model 'nope'"), (["--max-tokens", "3"], "budget leaves 3")],
+)
+def test_a_post_or_step_whose_prompts_cannot_be_built_stores_nothing(
+    cli: Any, agents_file: str, options: list[str], message: str
+) -> None:
+    roles = ["--role", "coder=alice", "--role", "reviewer=bob", "--role", "tester=carol"]
+    ok(cli("new", "w1", "--agents", agents_file, "--mode", "workflow", *roles))
+    before = ok(cli("history", "w1", "--format", "json")).stdout
+
+    failed(cli("post", "w1", "Write wc.py", *options), message)
+    failed(cli("step", "w1", *options), message)
+
+    assert ok(cli("history", "w1", "--format", "json")).stdout == before
+    out = ok(cli("post", "w1", "Write wc.py", "--format", "json")).stdout
+    assert json.loads(out)["round"] == 1

@@ -151,6 +151,26 @@ class TestFreeChat:
             ChatMessage("user", "@cc @Test Cat please fix the login", id="msg-1"),
         )
 
+    def test_a_preview_is_the_round_a_post_opens_and_stores_nothing(
+        self, store: MemoryStore
+    ) -> None:
+        session = workflow(store)
+        session.reply(session.post("Write wc.py"), "alice", "wc.py is written.")
+        settings = session.settings()
+
+        posted, stepped = session.preview("@rc look"), session.preview()
+
+        assert session.settings() == settings
+        assert stepped.number == posted.number == 2
+        assert posted == session.post("@rc look")
+        assert session.preview() == session.step()
+
+    def test_a_step_is_previewed_only_in_the_workflow_mode(self, store: MemoryStore) -> None:
+        session = ChatSession.create(store, "s1", agents=AGENTS)
+
+        with pytest.raises(ChatError, match="only the workflow mode"):
+            session.preview()
+
     def test_parallel_targets_all_get_the_history_from_before_the_round(
         self, store: MemoryStore
     ) -> None:

@@ -214,6 +214,19 @@ class ChatSession:
         self.store.append_with(self.id, make)
         return self._round(opened["config"], opened["number"], None)
 
+    def preview(self, text: str | None = None) -> ChatRound:
+        """The round :meth:`post` (``text``) or :meth:`step` (None) would open now, stored
+        nowhere: build its prompts first, and a failure writes nothing."""
+        config = self.settings()
+        message = None
+        if text is not None:
+            if not isinstance(text, str):
+                raise ChatError(f"text: must be a string, got {type(text).__name__}")
+            message = ChatMessage("user", text, id=f"msg-{config.messages + 1}")
+        elif config.mode != WORKFLOW:
+            raise ChatError(f"step: only the workflow mode has steps, not {config.mode}")
+        return self._round(config, config.rounds + 1, message)
+
     def _round(self, config: ChatSettings, number: int, message: ChatMessage | None) -> ChatRound:
         earlier = [m for m, round_ in self._messages() if round_ < number]
         if message is not None:
