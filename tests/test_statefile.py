@@ -381,3 +381,18 @@ class TestFormatEdges:
         finally:
             os.umask(old)
         assert path.stat().st_mode & 0o777 == 0o644
+
+
+@pytest.mark.parametrize(
+    ("where", "error"), [("missing/state.json", FileNotFoundError), (".", IsADirectoryError)]
+)
+def test_a_failed_save_names_the_path_given_and_leaves_no_file(
+    tmp_path: Path, where: str, error: type[OSError]
+) -> None:
+    path = tmp_path / where
+
+    with pytest.raises(error) as info:
+        save_state(MemoryState([chunks.user("hi")]), path)
+
+    assert info.value.filename == str(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

@@ -232,7 +232,19 @@ def save_state(state: MemoryState, path: str | os.PathLike[str]) -> None:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that readers see the old file or the new one, never half."""
+    """Write ``text`` to ``path`` so that readers see the old file or the new one, never half.
+
+    An :class:`OSError` names ``path``, not the temporary file it was written through.
+    """
+    try:
+        _write_text_atomic(path, text)
+    except OSError as exc:
+        if exc.filename is None or exc.errno is None:
+            raise
+        raise type(exc)(exc.errno, exc.strerror, os.fspath(path)) from None
+
+
+def _write_text_atomic(path: Path, text: str) -> None:
     directory = path.parent if str(path.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
     try:
