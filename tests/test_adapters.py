@@ -12,11 +12,13 @@ from hypothesis import strategies as st
 import memctx
 from histories import agent_histories, build_options
 from memctx import (
+    AdapterError,
     BudgetExceededError,
     BuildOptionError,
     Chunk,
     ChunkType,
     ContextBuilder,
+    ContextMessage,
     EmptyContextError,
     MemoryState,
     Role,
@@ -125,7 +127,7 @@ class TestAnthropic:
         assert request["messages"][-1]["content"] == "Go on."
 
     def test_a_blank_added_turn_is_refused(self) -> None:
-        with pytest.raises(ValueError, match="closing_turn must be a non-blank string"):
+        with pytest.raises(AdapterError, match="closing_turn: must be a non-blank string"):
             to_anthropic(build(ANSWER), closing_turn=" ")
 
     def test_prefill_keeps_the_final_assistant_turn_without_trailing_white_space(self) -> None:
@@ -247,6 +249,94 @@ class TestWhenACallStaysText:
         result = builder.build(MemoryState([TASK, CALL, RESULT]))
 
         assert to_anthropic(result, tools="native") == to_anthropic(result)
+
+
+class TestBadOptions:
+    ADAPTERS = (to_openai, to_anthropic, to_gemini)
+
+    @pytest.mark.parametrize("adapter", ADAPTERS)
+    @pytest.mark.parametrize("tools", ["xml", None, 1])
+    def test_an_unknown_tool_mode_is_an_adapter_error(self, adapter: Any, tools: object) -> None:
+        with pytest.raises(AdapterError, match="tools: must be 'text' or 'native'"):
+            adapter(build(TASK), tools=tools)
+
+    @pytest.mark.parametrize("adapter", [*ADAPTERS, to_text])
+    @pytest.mark.parametrize("source", [None, "hello", 5, [{"role": "user", "content": "hi"}]])
+    def test_something_that_is_neither_a_result_nor_messages_is_refused(
+        self, adapter: Any, source: object
+    ) -> None:
+        with pytest.raises(AdapterError, match="expected a ContextBuildResult or ContextMessages"):
+            adapter(source)
+
+    def test_native_calls_need_the_result(self) -> None:
+        with pytest.raises(AdapterError, match="needs the ContextBuildResult"):
+            to_openai(build(TASK, CALL, RESULT).messages, tools="native")
+
+    @pytest.mark.parametrize(
+        ("options", "message"),
+        [
+            ({"cache": "yes"}, "cache: must be True or False"),
+            ({"prefill": "yes"}, "prefill: must be True or False"),
+            ({"opening_turn": 3}, "opening_turn: must be a non-blank string"),
+            ({"tool_definitions": 5}, "tool_definitions: must be a list of objects"),
+            ({"tool_definitions": ["x"]}, r"tool_definitions\[0\]: must be an object"),
+            ({"tool_definitions": [{"x": 1}]}, r"tool_definitions\[0\]: needs a non-empty 'name'"),
+        ],
+    )
+    def test_anthropic_options_are_checked(self, options: dict[str, Any], message: str) -> None:
+        with pytest.raises(AdapterError, match=message):
+            to_anthropic(build(TASK, CALL, RESULT), tools="native", **options)
+
+    def test_a_gemini_config_that_is_no_mapping_is_refused(self) -> None:
+        with pytest.raises(AdapterError, match="config: must be a mapping"):
+            to_gemini(build(TASK), config=5)  # type: ignore[arg-type]
+
+    def test_a_gemini_system_instruction_beside_a_system_message_is_refused(self) -> None:
+        result = build(chunks.system("Be brief."), TASK)
+        config = {"system_instruction": "Mine.", "temperature": 0.2}
+
+        with pytest.raises(AdapterError, match="system_instruction"):
+            to_gemini(result, config=config)
+        assert to_gemini(build(TASK), config=config)["config"] == config  # no system message
+
+
+class TestMessagesGiven:
+    TWO_USERS = (ContextMessage("user", "a\n"), ContextMessage("user", "b\n"))
+
+    def test_anthropic_and_gemini_join_consecutive_messages_of_one_role(self) -> None:
+        given = [*self.TWO_USERS, ContextMessage("assistant", "c")]
+
+        anthropic = to_anthropic(given)["messages"]
+        gemini = to_gemini(given)["contents"]
+
+        assert [(m["role"], m["content"]) for m in anthropic] == [
+            ("user", "a\nb\n"),
+            ("assistant", "c"),
+            ("user", CLOSING_TURN),
+        ]
+        assert [(c["role"], c["parts"][0]["text"]) for c in gemini][:2] == [
+            ("user", "a\nb\n"),
+            ("model", "c"),
+        ]
+        assert anthropic_violations(to_anthropic(given)) == []
+        assert gemini_violations(to_gemini(given)) == []
+
+    def test_openai_sends_them_as_given(self) -> None:
+        assert to_openai(self.TWO_USERS) == [
+            {"role": "user", "content": "a\n"},
+            {"role": "user", "content": "b\n"},
+        ]
+
+    @pytest.mark.parametrize("adapter", [to_anthropic, to_gemini])
+    def test_a_blank_message_is_refused_where_the_provider_refuses_it(self, adapter: Any) -> None:
+        with pytest.raises(AdapterError, match="message 1: has no text"):
+            adapter([ContextMessage("user", "a"), ContextMessage("assistant", "  \n")])
+
+    @pytest.mark.parametrize("message", [ContextMessage("bot", "x"), ContextMessage("user", 5)])  # type: ignore[arg-type]
+    def test_a_message_of_no_known_role_or_no_text_is_refused(self, message: Any) -> None:
+        for adapter in (to_openai, to_anthropic, to_gemini, to_text):
+            with pytest.raises(AdapterError, match="message 0: needs a role of"):
+                adapter([message])
 
 
 class TestToolMapping:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import json
+import pickle
 from typing import Any
 
 import pytest
@@ -284,6 +286,23 @@ class TestBudget:
 
 
 class TestReport:
+    def test_a_results_mappings_cannot_be_changed_and_stay_plain_json(
+        self, builder: ContextBuilder, coding_state: MemoryState, gpt4o: TiktokenTokenizer
+    ) -> None:
+        first = builder.build(coding_state, max_tokens=150, tokenizer=gpt4o)
+        again = builder.build(coding_state, max_tokens=150, tokenizer=gpt4o)
+        tokens = dict(first.chunk_tokens)
+
+        for mapping in (first.chunk_tokens, first.replaced_characters, first.exclusions):
+            with pytest.raises(TypeError, match="never changes"):
+                mapping["x"] = 1  # type: ignore[index]
+            with pytest.raises(TypeError, match="never changes"):
+                mapping.clear()  # type: ignore[attr-defined]
+
+        assert again.chunk_tokens == first.chunk_tokens == tokens
+        assert json.loads(json.dumps(first.chunk_tokens)) == tokens
+        assert pickle.loads(pickle.dumps(first)) == first
+
     def test_over_budget_chunks_are_reported_with_the_reason(
         self, builder: ContextBuilder, coding_state: MemoryState, gpt4o: TiktokenTokenizer
     ) -> None:

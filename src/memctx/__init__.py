@@ -7,6 +7,7 @@ from memctx._builder import ContextBuilder, create_builder
 from memctx._chunk import Chunk, ChunkMetadata, ChunkType, Role
 from memctx._declared import DeclaredRenderer, Element
 from memctx._exceptions import (
+    AdapterError,
     BudgetExceededError,
     BuildOptionError,
     ChatError,
@@ -62,6 +63,7 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    "AdapterError",
     "BudgetExceededError",
     "BuildOptionError",
     "BuildOptions",

@@ -24,6 +24,7 @@ whose meaning it shares, so code that already catches ``ValueError`` or
     ├── TeamMessageError (TypeError)          a team message, speaker or task is malformed
     ├── InspectError (ValueError)             a build report was asked of a mismatched state
     ├── EmptyContextError (ValueError)        a provider request would hold no conversation
+    ├── AdapterError (ValueError)             an adapter was given an option or input it cannot use
     ├── TurnMismatchError (ValueError)        an adapter got turns the build did not count
     ├── CompressionError (ValueError)         a compressor is misconfigured or broke a rule
     ├── CompactionError (ValueError)          a compaction cannot be done as asked
@@ -194,6 +195,10 @@ class TeamMessageError(MemctxError, TypeError):
 class InspectError(MemctxError, ValueError):
     """The build inspector was given a result that was not built from the given state,
     or builds that cannot be compared."""
+
+
+class AdapterError(MemctxError, ValueError):
+    """A provider adapter was given an option or an input it cannot use."""
 
 
 class EmptyContextError(MemctxError, ValueError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NoReturn
 
 import attrs
 
@@ -14,6 +14,33 @@ from memctx._inspect_types import ChunkXml
 from memctx._message import ContextMessage
 from memctx._provider_turns import AddedTurns, TurnOptions
 from memctx._state import MemoryState
+
+
+class ReadOnlyDict(dict[str, Any]):
+    """A result's mapping: a real ``dict`` (``json.dumps`` takes it) that cannot change,
+    so no result's report can be altered through another's."""
+
+    __slots__ = ()
+
+    def _read_only(self, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError("a build result never changes; copy it with dict(...) to edit it")
+
+    __setitem__ = _read_only
+    __delitem__ = _read_only
+    __ior__ = _read_only
+    clear = _read_only
+    pop = _read_only
+    popitem = _read_only
+    setdefault = _read_only
+    update = _read_only
+
+    def __reduce__(self) -> tuple[type[ReadOnlyDict], tuple[dict[str, Any]]]:
+        return ReadOnlyDict, (dict(self),)
+
+
+def read_only(mapping: Mapping[str, Any]) -> ReadOnlyDict:
+    """``mapping`` as a :class:`ReadOnlyDict` (itself when it is one)."""
+    return mapping if type(mapping) is ReadOnlyDict else ReadOnlyDict(mapping)
 
 
 class ExclusionReason(enum.StrEnum):
@@ -65,8 +92,8 @@ class ContextBuildResult:
     token_count: int
     token_count_exact: bool
     included_chunk_ids: tuple[str, ...]
-    chunk_tokens: Mapping[str, int]
-    replaced_characters: Mapping[str, int]
+    chunk_tokens: Mapping[str, int] = attrs.field(converter=read_only)
+    replaced_characters: Mapping[str, int] = attrs.field(converter=read_only)
     tokenizer_name: str
     strategy: str
     max_tokens: int | None
@@ -100,7 +127,8 @@ class ContextBuildResult:
     def _exclusions(self) -> tuple[tuple[str, ...], dict[str, Exclusion]]:
         found = self._lazy.get("exclusions")
         if found is None:
-            found = self._exclusions_source() if self._exclusions_source else ((), {})
+            ids, exclusions = self._exclusions_source() if self._exclusions_source else ((), {})
+            found = ids, read_only(exclusions)
             self._lazy["exclusions"] = found
         return found
 

@@ -34,7 +34,7 @@ provider's own tool format instead) whose size no published formula gives,
 so it is not counted; expect it near the text form's count.
 """
 
-from memctx._exceptions import EmptyContextError, TurnMismatchError
+from memctx._exceptions import AdapterError, EmptyContextError, TurnMismatchError
 from memctx._provider_turns import (
     CLOSING_TURN,
     OPENING_TURN,
@@ -45,7 +45,8 @@ from memctx._provider_turns import (
     added_turns,
 )
 from memctx.adapters._anthropic import DECLARED_TOOL_DESCRIPTION, to_anthropic
-from memctx.adapters._conversation import TOOL_MODES, ToolMapping, ToolMode, tool_mapping
+from memctx.adapters._checks import TOOL_MODES
+from memctx.adapters._conversation import ToolMapping, ToolMode, tool_mapping
 from memctx.adapters._gemini import to_gemini
 from memctx.adapters._langchain import to_langchain
 from memctx.adapters._openai import to_openai
@@ -57,6 +58,7 @@ __all__ = [
     "OPENING_TURN",
     "PROVIDERS",
     "TOOL_MODES",
+    "AdapterError",
     "AddedTurns",
     "EmptyContextError",
     "Provider",

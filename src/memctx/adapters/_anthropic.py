@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from memctx.adapters._cache import MAX_BREAKPOINTS, ephemeral, mark_message, marks_in, message_marks
+from memctx.adapters._checks import check_flag, checked_tool_definitions
 from memctx.adapters._conversation import (
     Call,
     Part,
@@ -61,7 +62,9 @@ def to_anthropic(
     previous request sent or the next one will repeat; the rule is in
     :mod:`memctx.adapters._cache` and the README.
     """
-    talk = conversation(source, tools, "Anthropic")
+    check_flag("cache", cache)
+    definitions = checked_tool_definitions(tool_definitions)
+    talk = conversation(source, tools, "Anthropic", alternate=True)
     options = turn_options(
         source, opening_turn=opening_turn, closing_turn=closing_turn, prefill=prefill
     )
@@ -77,7 +80,7 @@ def to_anthropic(
     request: dict[str, Any] = {"messages": messages}
     used = list(dict.fromkeys(p.name for t in talk.turns for p in t.parts if isinstance(p, Call)))
     if used:
-        defined = [dict(d) for d in tool_definitions]
+        defined = definitions
         names = {d.get("name") for d in defined}
         defined += [
             {

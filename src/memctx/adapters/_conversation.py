@@ -22,21 +22,21 @@ first (the providers want them there), then the turn's other chunks.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 import attrs
 
-from memctx._chunk import Chunk, ChunkType, Role
-from memctx._exceptions import EmptyContextError
+from memctx._chunk import ROLES, Chunk, ChunkType, Role
+from memctx._exceptions import AdapterError, EmptyContextError
 from memctx._message import ContextMessage
 from memctx._provider_turns import TurnOptions
+from memctx.adapters._checks import check_mode
 from memctx.adapters._ids import provider_id, provider_name
 from memctx.adapters._segments import split_segments
 from memctx.xml import sanitize
 
 ToolMode: TypeAlias = Literal["text", "native"]
-TOOL_MODES = ("text", "native")
 _RESULT_ACTIONS = {"tool_call": ("tool_result",), "skill_call": ("skill_result",)}
 
 
@@ -133,18 +133,37 @@ Source: TypeAlias = BuildResult | Sequence[ContextMessage]
 def _messages(source: Source) -> tuple[ContextMessage, ...]:
     if isinstance(source, BuildResult):
         return source.messages
+    if isinstance(source, str | bytes | Mapping) or not isinstance(source, Iterable):
+        raise AdapterError(
+            f"expected a ContextBuildResult or ContextMessages, got {type(source).__name__}"
+        )
     messages = tuple(source)
-    for message in messages:
+    for index, message in enumerate(messages):
         if not isinstance(message, ContextMessage):
-            raise TypeError(
+            raise AdapterError(
                 f"expected a ContextBuildResult or ContextMessages, got {type(message).__name__}"
+            )
+        if message.role not in ROLES or not isinstance(message.content, str):
+            raise AdapterError(
+                f"message {index}: needs a role of {', '.join(sorted(ROLES))} and text "
+                f"content, got {message.role!r} and {type(message.content).__name__}"
             )
     return messages
 
 
-def _check_mode(tools: str) -> None:
-    if tools not in TOOL_MODES:
-        raise ValueError(f"tools must be 'text' or 'native', got {tools!r}")
+def _alternating(body: Sequence[ContextMessage], provider: str) -> tuple[Turn, ...]:
+    """Turns whose roles alternate: consecutive messages of one role (given one by one;
+    a build never makes them) join, and a blank one is refused, as ``provider`` would."""
+    runs: list[tuple[Literal["user", "assistant"], list[str]]] = []
+    for index, message in enumerate(body):
+        if not message.content.strip():
+            raise AdapterError(f"message {index}: has no text, which {provider} refuses")
+        role = _turn_role(message.role)
+        if runs and runs[-1][0] == role:
+            runs[-1][1].append(message.content)
+        else:
+            runs.append((role, [message.content]))
+    return tuple(Turn(role, (Text("".join(texts)),)) for role, texts in runs)
 
 
 def empty_reason(source: Source) -> str:
@@ -165,14 +184,20 @@ def empty_reason(source: Source) -> str:
 
 
 def conversation(
-    source: Source, tools: ToolMode, provider: str, *, system_only: bool = False
+    source: Source,
+    tools: ToolMode,
+    provider: str,
+    *,
+    system_only: bool = False,
+    alternate: bool = False,
 ) -> Conversation:
     """The system text and the turns of ``source``.
 
     Raises EmptyContextError when there is no turn (with ``system_only``:
-    when there is not even a system message).
+    when there is not even a system message). With ``alternate``, messages
+    given one by one are made into turns whose roles alternate.
     """
-    _check_mode(tools)
+    check_mode(tools)
     messages = _messages(source)
     system = "".join(m.content for m in messages if m.role == "system")
     body = [m for m in messages if m.role != "system"]
@@ -181,10 +206,12 @@ def conversation(
             return Conversation(system, (), ToolMapping())
         raise EmptyContextError(provider, empty_reason(source))
     if tools == "text":
+        if alternate and not isinstance(source, BuildResult):
+            return Conversation(system, _alternating(body, provider), ToolMapping())
         turns = tuple(Turn(_turn_role(m.role), (Text(m.content),)) for m in body)
         return Conversation(system, turns, ToolMapping())
     if not isinstance(source, BuildResult):
-        raise TypeError("tools='native' needs the ContextBuildResult (it holds the chunks)")
+        raise AdapterError("tools='native' needs the ContextBuildResult (it holds the chunks)")
     return _native(system, body, source.included_chunks)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from memctx._exceptions import AdapterError
+from memctx.adapters._checks import config_mapping
 from memctx.adapters._conversation import Call, Part, Source, Text, ToolMode, conversation
 from memctx.adapters._turns import turn_options
 
@@ -22,9 +24,11 @@ def to_gemini(
 
     ``{"contents": [...], "config": {...}}``: roles ``user`` and ``model``;
     the system text is ``config["system_instruction"]`` (merged into your
-    ``config`` when given). Like Anthropic's, the contents start with a
-    user turn and end with one unless ``prefill=True`` (``opening_turn`` /
-    ``closing_turn`` are added where needed). ``tools="native"`` sends
+    ``config`` when given; a ``system_instruction`` of yours as well as a
+    system message in the build raises :class:`~memctx.AdapterError`). Like
+    Anthropic's, the contents start with a user turn and end with one unless
+    ``prefill=True`` (``opening_turn`` / ``closing_turn`` are added where
+    needed). ``tools="native"`` sends
     ``function_call`` / ``function_response`` parts (the response is
     ``{"output": text}``, or ``{"error": text}`` for a failed call). Raises
     :class:`~memctx.EmptyContextError` when there is no user or model turn.
@@ -33,7 +37,8 @@ def to_gemini(
     counted, and a different ``opening_turn``, ``closing_turn`` or
     ``prefill`` given here raises :class:`~memctx.TurnMismatchError`.
     """
-    talk = conversation(source, tools, "Gemini")
+    merged = config_mapping(config)
+    talk = conversation(source, tools, "Gemini", alternate=True)
     options = turn_options(
         source, opening_turn=opening_turn, closing_turn=closing_turn, prefill=prefill
     )
@@ -50,8 +55,12 @@ def to_gemini(
         last = contents[-1]["parts"][-1]
         if contents[-1]["role"] == "model" and "text" in last:
             last["text"] = last["text"].rstrip()
-    merged = dict(config or {})
     if talk.system.strip():
+        if merged.get("system_instruction") is not None:
+            raise AdapterError(
+                "config: has a system_instruction, and the build has a system message; "
+                "give your instruction to the build (system_prompt=...) instead"
+            )
         merged["system_instruction"] = talk.system
     return {"contents": contents, "config": merged}
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from memctx._exceptions import TurnMismatchError
 from memctx._provider_turns import CLOSING_TURN, OPENING_TURN, TurnOptions
+from memctx.adapters._checks import check_flag, check_turn_text
 from memctx.adapters._conversation import BuildResult, Source
 
 
@@ -23,6 +24,9 @@ def turn_options(
     other source counted none: the options given here are used, the defaults
     for those not given.
     """
+    check_turn_text("opening_turn", opening_turn)
+    check_turn_text("closing_turn", closing_turn)
+    check_flag("prefill", prefill, optional=True)
     counted = source.turn_options if isinstance(source, BuildResult) else None
     if counted is None:
         return TurnOptions(
