@@ -318,6 +318,25 @@ class TestBuildOptions:
             ContextBuilder(tokenizer)  # type: ignore[arg-type]
 
 
+class TestStatesAndStateFiles:
+    @pytest.mark.parametrize("given", [None, 5, "chunks", chunks.user("one")])
+    def test_a_state_of_something_that_is_not_chunks_is_refused(self, given: object) -> None:
+        with pytest.raises(InvalidChunkError, match="chunks: must be Chunks"):
+            MemoryState(given)  # type: ignore[arg-type]
+
+    @pytest.mark.parametrize("given", [None, 5, ["{}"]])
+    def test_loading_something_that_is_not_json_text_is_a_state_file_error(
+        self, given: object
+    ) -> None:
+        with pytest.raises(StateFileError, match="expected JSON text"):
+            loads_state(given)  # type: ignore[arg-type]
+
+    def test_saving_something_that_is_not_a_state_writes_nothing(self, tmp_path: Path) -> None:
+        with pytest.raises(StateFileError, match="expected a MemoryState"):
+            save_state([chunks.user("x")], tmp_path / "s.json")  # type: ignore[arg-type]
+        assert list(tmp_path.iterdir()) == []
+
+
 class TestOpenAIImporter:
     def test_a_content_part_nested_too_deep_is_a_transcript_error(self) -> None:
         message = {"role": "user", "content": [{"type": "image", "data": nested(2000)}]}

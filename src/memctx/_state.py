@@ -17,6 +17,8 @@ from memctx._validators import non_empty_str, optional
 
 
 def _to_chunk_tuple(chunks: Iterable[Chunk]) -> tuple[Chunk, ...]:
+    if isinstance(chunks, Chunk | str | bytes) or not isinstance(chunks, Iterable):
+        raise InvalidChunkError("chunks", f"must be Chunks, got {type(chunks).__name__}")
     result = tuple(chunks)
     for index, chunk in enumerate(result):
         if not isinstance(chunk, Chunk):

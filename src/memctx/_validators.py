@@ -23,7 +23,7 @@ from typing import Any, Generic, TypeAlias, TypeVar
 
 import attrs
 
-from memctx._exceptions import StateFileError
+from memctx._exceptions import StateFileError, StoreArgumentError
 from memctx._limits import MAX_INT_DIGITS, int_too_large
 
 __all__ = [
@@ -265,3 +265,12 @@ def int_in_range(
 def optional(validator: _Validator[T]) -> _Validator[T | None]:
     """A check that lets ``None`` through and hands anything else to ``validator``."""
     return _OptionalValidator(validator, error=validator.error, prefix=validator.prefix)
+
+
+def require_store(store: object) -> None:
+    """Raise :class:`StoreArgumentError` unless ``store`` is a store object (a URL or a
+    path is not: open it with ``MemoryStore.open``)."""
+    if not (hasattr(store, "append_with") and hasattr(store, "thread_metadata")):
+        raise StoreArgumentError(
+            f"store: expected a MemoryStore (MemoryStore.open(url)), got {describe(store)}"
+        )

@@ -143,6 +143,8 @@ def chunk_from_dict(data: object, index: int | None = None) -> Chunk:
 
 def state_to_dict(state: MemoryState) -> dict[str, Any]:
     """Return ``state`` as a plain JSON document."""
+    if not isinstance(state, MemoryState):
+        raise StateFileError(f"expected a MemoryState to write, got {type(state).__name__}")
     return {
         "version": FORMAT_VERSION,
         "thread_id": state.thread_id,
@@ -206,6 +208,8 @@ def parse_json(text: str | bytes | bytearray) -> Any:
     Bytes that are not UTF-8, nesting too deep to parse and integers too long
     to convert are a :class:`StateFileError` too.
     """
+    if not isinstance(text, str | bytes | bytearray):
+        raise StateFileError(f"expected JSON text, got {type(text).__name__}")
     try:
         return parse_json_text(text)
     except JSONTextError as exc:

@@ -15,7 +15,7 @@ from agents import Agent, RunConfig, Runner
 from agents.memory import Session
 from agents.testing import ScriptedModel, assistant_message
 
-from memctx import create_tokenizer
+from memctx import BuildOptionError, StoreArgumentError, create_tokenizer
 from memctx.integrations.openai_agents import ITEM_KEY, MemctxSession
 from memctx.store import MemoryStore
 
@@ -38,6 +38,28 @@ def store(tmp_path: Path) -> Any:
 
 def run(coro: Any) -> Any:
     return asyncio.run(coro)
+
+
+class TestBadSettings:
+    @pytest.mark.parametrize(
+        ("options", "error"),
+        [
+            ({"max_tokens": -1}, "max_tokens"),
+            ({"tokenizer": "gpt-4o"}, "tokenizer"),
+            ({"strategy": "nope"}, "strategy"),
+            ({"input": "nope"}, "input"),
+        ],
+    )
+    def test_are_refused_when_the_session_is_made_and_nothing_is_written(
+        self, store: MemoryStore, options: dict[str, Any], error: str
+    ) -> None:
+        with pytest.raises(BuildOptionError, match=error):
+            MemctxSession("s", store, **options)
+        assert not store.has_thread("s")
+
+    def test_a_url_instead_of_a_store_is_refused(self) -> None:
+        with pytest.raises(StoreArgumentError, match=r"MemoryStore\.open"):
+            MemctxSession("s", "sqlite:///agents.db")  # type: ignore[arg-type]
 
 
 class TestSessionProtocol:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import runpy
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,7 +24,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from memctx import create_tokenizer
+from memctx import BuildOptionError, create_tokenizer
 from memctx.integrations.pydantic_ai import MemctxHistoryProcessor, messages_to_state
 
 ROOT = Path(__file__).parent.parent.parent
@@ -82,6 +83,23 @@ class TestProcessor:
 
         assert fitted[-1] is newest
         assert [[p.part_kind for p in m.parts] for m in fitted[:-1]] == [["system-prompt"]]
+
+
+class TestBadSettings:
+    @pytest.mark.parametrize(
+        ("options", "error"),
+        [
+            ({"max_tokens": -1}, "max_tokens"),
+            ({"max_tokens": "100"}, "max_tokens"),
+            ({"max_tokens": 100, "strategy": "nope"}, "strategy"),
+            ({"max_tokens": 100, "builder": "x"}, "builder"),
+        ],
+    )
+    def test_are_refused_when_the_processor_is_made(
+        self, options: dict[str, Any], error: str
+    ) -> None:
+        with pytest.raises(BuildOptionError, match=error):
+            MemctxHistoryProcessor(**options)
 
 
 class TestWithAnAgent:

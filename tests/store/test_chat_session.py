@@ -63,6 +63,13 @@ class TestCreateAndOpen:
 
         assert not store.has_thread("s1")
 
+    def test_a_session_without_agents_is_refused_and_writes_nothing(
+        self, store: MemoryStore
+    ) -> None:
+        with pytest.raises(ChatError, match="at least one agent"):
+            ChatSession.create(store, "s1", agents=[])
+        assert not store.has_thread("s1")
+
     def test_opening_a_thread_that_is_no_session_fails(self, store: MemoryStore) -> None:
         store.create_thread("plain")
 

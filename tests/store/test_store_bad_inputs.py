@@ -22,8 +22,10 @@ from memctx import (
     ViewOperationError,
     chunks,
 )
+from memctx.chat import ChatAgent, ChatSession
 from memctx.statefile import chunk_to_dict
 from memctx.store import MemoryStore
+from memctx.team import TeamConversation
 
 Rows = Callable[[], dict[str, list[tuple[object, ...]]]]
 
@@ -43,6 +45,23 @@ def snapshot(store: MemoryStore, thread: str) -> dict[str, Any]:
     """The snapshot of ``t1`` after a truncation (so it has two batches)."""
     store.truncate(thread, keep_last=3)
     return store.export_snapshot(thread)
+
+
+class TestObjectsInsteadOfAStore:
+    def test_a_builder_that_is_not_one_is_refused(self, store: MemoryStore) -> None:
+        store.create_thread("t")
+
+        with pytest.raises(StoreArgumentError, match="builder: must be a ContextBuilder"):
+            store.build("t", builder="gpt-4o")  # type: ignore[arg-type]
+        assert store.events("t") == ()
+
+    def test_a_url_given_where_a_store_belongs_is_refused(self) -> None:
+        with pytest.raises(StoreArgumentError, match=r"MemoryStore.open\(url\)"):
+            ChatSession.create("chat.db", "c", agents=[ChatAgent("a", "A")])  # type: ignore[arg-type]
+        with pytest.raises(StoreArgumentError, match=r"MemoryStore.open\(url\)"):
+            ChatSession.open("chat.db", "c")  # type: ignore[arg-type]
+        with pytest.raises(StoreArgumentError, match=r"MemoryStore.open\(url\)"):
+            TeamConversation.open("team.db", "x")  # type: ignore[arg-type]
 
 
 class TestAppend:

@@ -10,6 +10,7 @@ import attrs
 from memctx import chunks
 from memctx._chunk import Chunk, ChunkType
 from memctx._exceptions import ChatError, UnknownAgentError
+from memctx._validators import require_store
 from memctx.chat._agents import ChatAgent
 from memctx.chat._context import ChatContext, build_chat_context
 from memctx.chat._history import DEFAULT_WINDOW, ChatMessage, ChatRole
@@ -61,6 +62,7 @@ class ChatSession:
     """
 
     def __init__(self, store: MemoryStore, session_id: str, *, parent: str | None = None) -> None:
+        require_store(store)
         self.store = store
         self.id = session_id
         settings = self.settings()  # checks that the thread holds a session
@@ -92,6 +94,7 @@ class ChatSession:
         :class:`AgentLookup` does), the mode, the window, and in the
         workflow mode that every node has an agent.
         """
+        require_store(store)
         settings = ChatSettings.new(agents, mode, role_map, mode_state, window, parent)
         thread_id = store.create_thread(session_id)
         _initialise(store, thread_id, settings)
@@ -125,6 +128,7 @@ class ChatSession:
         Safe when several processes do it at once: the first one's settings
         win. An existing session of another ``parent`` is refused.
         """
+        require_store(store)
         settings = ChatSettings.new(agents, mode, role_map, mode_state, window, parent)
         store.create_thread(session_id, exist_ok=True)
         _initialise(store, session_id, settings)

@@ -88,6 +88,8 @@ class ChatSettings:
         the mode state starts at the coder unless given.
         """
         lookup = AgentLookup(agents)
+        if not lookup.agents:
+            raise ChatError("agents: a chat needs at least one agent")
         check_mode(mode)
         check_window(window)
         roles = _role_map(role_map)

@@ -43,7 +43,10 @@ from typing import Any, Final, Literal
 
 from memctx import chunks
 from memctx._chunk import Chunk
+from memctx._exceptions import BuildOptionError
+from memctx._options import parse_build_options
 from memctx._result import ContextBuildResult
+from memctx._validators import require_store
 from memctx.store import MemoryStore
 
 try:
@@ -164,7 +167,9 @@ class MemctxSession:
         **build_options: Any,
     ) -> None:
         if input not in ("items", "messages"):
-            raise ValueError(f"input must be 'items' or 'messages', got {input!r}")
+            raise BuildOptionError("input", f"must be 'items' or 'messages', got {input!r}")
+        require_store(store)
+        parse_build_options(max_tokens, build_options)  # bad options fail here, not later
         self.session_id = session_id
         self.store = store
         self.max_tokens = max_tokens

@@ -38,6 +38,8 @@ from typing import Any
 from memctx import MemoryState, chunks
 from memctx._builder import ContextBuilder, create_builder
 from memctx._chunk import Chunk
+from memctx._exceptions import BuildOptionError
+from memctx._options import parse_build_options
 from memctx._result import ContextBuildResult
 
 try:
@@ -139,6 +141,11 @@ class MemctxHistoryProcessor:
         builder: ContextBuilder | None = None,
         **build_options: Any,
     ) -> None:
+        if builder is not None and not isinstance(builder, ContextBuilder):
+            raise BuildOptionError(
+                "builder", f"must be a ContextBuilder, got {type(builder).__name__}"
+            )
+        parse_build_options(max_tokens, build_options)  # bad options fail here, not later
         self.max_tokens = max_tokens
         self.builder = builder if builder is not None else create_builder()
         self.build_options = build_options

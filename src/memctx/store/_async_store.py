@@ -26,7 +26,7 @@ from memctx._builder import ContextBuilder, create_builder
 from memctx._chunk import Chunk, ChunkType
 from memctx._compaction import CompactionPolicy, CompactionReport
 from memctx._compression_report import CompressionReport
-from memctx._exceptions import StoreError, ThreadExistsError
+from memctx._exceptions import StoreArgumentError, StoreError, ThreadExistsError
 from memctx._options import parse_build_options
 from memctx._progress import Progress
 from memctx._result import ContextBuildResult
@@ -107,6 +107,16 @@ class AsyncMemoryStore:
         if self._builder is None:
             self._builder = create_builder()
         return self._builder
+
+    def _builder_for(self, builder: ContextBuilder | None) -> ContextBuilder:
+        """``builder``, or :attr:`builder` when None; anything else is refused."""
+        if builder is None:
+            return self.builder
+        if not isinstance(builder, ContextBuilder):
+            raise StoreArgumentError(
+                f"builder: must be a ContextBuilder, got {type(builder).__name__}"
+            )
+        return builder
 
     async def close(self) -> None:
         """Close every connection. The store must not be used afterwards."""
@@ -259,7 +269,7 @@ class AsyncMemoryStore:
     ) -> int:
         """See :meth:`MemoryStore.filter`."""
         criteria = {"roles": roles, "types": types, "contains": contains, "excludes": excludes}
-        role_of = _view_ops.role_function(builder or self.builder)
+        role_of = _view_ops.role_function(self._builder_for(builder))
         return await self._run(True, _view_ops.filter_view, thread_id, criteria, role_of)
 
     async def apply_view(
@@ -286,7 +296,7 @@ class AsyncMemoryStore:
     ) -> CompressionReport:
         """See :meth:`MemoryStore.compress` (the work runs in a worker thread)."""
         return await compress_thread_async(
-            self, thread_id, compressors, tokenizer=tokenizer, builder=builder or self.builder
+            self, thread_id, compressors, tokenizer=tokenizer, builder=self._builder_for(builder)
         )
 
     async def compact(
@@ -308,7 +318,7 @@ class AsyncMemoryStore:
             keep_recent_tokens=keep_recent_tokens,
             policy=policy,
             tokenizer=tokenizer,
-            builder=builder or self.builder,
+            builder=self._builder_for(builder),
             now=now,
         )
 
@@ -355,7 +365,7 @@ class AsyncMemoryStore:
         **options: Any,
     ) -> ContextBuildResult:
         """See :meth:`MemoryStore.build` (the build itself runs in the event loop)."""
-        builder = builder or self.builder
+        builder = self._builder_for(builder)
         parsed = parse_build_options(max_tokens, options)
         keys = _build.cache_keys(builder, parsed)
         if _paged.pageable(parsed):

@@ -24,7 +24,7 @@ from memctx._builder import ContextBuilder, create_builder
 from memctx._chunk import Chunk, ChunkType
 from memctx._compaction import CompactionPolicy, CompactionReport
 from memctx._compression_report import CompressionReport
-from memctx._exceptions import StoreError, ThreadExistsError
+from memctx._exceptions import StoreArgumentError, StoreError, ThreadExistsError
 from memctx._options import parse_build_options
 from memctx._progress import Progress
 from memctx._result import ContextBuildResult
@@ -112,6 +112,16 @@ class MemoryStore:
         if self._builder is None:
             self._builder = create_builder()
         return self._builder
+
+    def _builder_for(self, builder: ContextBuilder | None) -> ContextBuilder:
+        """``builder``, or :attr:`builder` when None; anything else is refused."""
+        if builder is None:
+            return self.builder
+        if not isinstance(builder, ContextBuilder):
+            raise StoreArgumentError(
+                f"builder: must be a ContextBuilder, got {type(builder).__name__}"
+            )
+        return builder
 
     def close(self) -> None:
         """Close every connection. The store must not be used afterwards."""
@@ -318,7 +328,7 @@ class MemoryStore:
         of which may occur.
         """
         criteria = {"roles": roles, "types": types, "contains": contains, "excludes": excludes}
-        role_of = _view_ops.role_function(builder or self.builder)
+        role_of = _view_ops.role_function(self._builder_for(builder))
         return self._run(True, _view_ops.filter_view, thread_id, criteria, role_of)
 
     def apply_view(
@@ -407,7 +417,7 @@ class MemoryStore:
         something was cut; :meth:`rollback` restores the view.
         """
         return compress_thread(
-            self, thread_id, compressors, tokenizer=tokenizer, builder=builder or self.builder
+            self, thread_id, compressors, tokenizer=tokenizer, builder=self._builder_for(builder)
         )
 
     def compact(
@@ -432,7 +442,7 @@ class MemoryStore:
             keep_recent_tokens=keep_recent_tokens,
             policy=policy,
             tokenizer=tokenizer,
-            builder=builder or self.builder,
+            builder=self._builder_for(builder),
             now=now,
         )
 
@@ -451,7 +461,7 @@ class MemoryStore:
         ``context.built`` event records the budget, the token count and how
         many chunks were included and left out.
         """
-        builder = builder or self.builder
+        builder = self._builder_for(builder)
         parsed = parse_build_options(max_tokens, options)
         keys = _build.cache_keys(builder, parsed)
         if _paged.pageable(parsed):

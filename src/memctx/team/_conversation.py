@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from memctx import ContextBuilder, ContextBuildResult, Tokenizer, create_builder
 from memctx._exceptions import BuildOptionError, TeamMessageError
+from memctx._validators import require_store
 from memctx.team._agent_types import normalize_agent_type
 from memctx.team._assemblers import ASSEMBLERS, PlainTextAssembler
 from memctx.team._build import AgentView, TeamMessageRenderer
@@ -126,6 +127,7 @@ class TeamConversation:
         """
         from memctx.team._stored import StoredMessages
 
+        require_store(store)
         team = cls(window_size, max_bytes, on_message_added, on_team_task_changed)
         team._keeper = StoredMessages.open(store, thread_id, create=create)
         return team
