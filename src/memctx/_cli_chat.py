@@ -25,7 +25,7 @@ from memctx.store._cli_common import db_option, note, open_store, read_json
 
 if TYPE_CHECKING:
     from memctx._result import ContextBuildResult
-    from memctx.chat import ChatAgent, ChatRound
+    from memctx.chat import ChatAgent, ChatMessage, ChatRound
 
 
 def _agents_from(source: str) -> list[ChatAgent]:
@@ -242,7 +242,7 @@ def history(session_id: str, output_format: str) -> None:
     if output_format == "json":
         stored = settings.to_metadata()
         out = {key: stored[key] for key in ("mode", "mode_state", "rounds", "updated_at")}
-        out["messages"] = [m.to_dict() for m in messages]
+        out["messages"] = [_message_json(m) for m in messages]
         echo_json(out)
         return
     click.echo(f"# mode {settings.mode}, {settings.rounds} round(s)")
@@ -278,6 +278,16 @@ def set_mode(session_id: str, mode: str, roles: tuple[str, ...], output_format: 
     note(f"{session_id}: mode {mode}")
 
 
+def _message_json(message: ChatMessage) -> dict[str, Any]:
+    """A message as the JSON schema has it: every key, null where there is no value."""
+    return {
+        "role": message.role,
+        "content": message.content,
+        "agent_id": message.agent_id,
+        "id": message.id,
+    }
+
+
 def _prompts(
     chat_round: ChatRound, max_tokens: int | None, model: str
 ) -> dict[str, ContextBuildResult]:
@@ -306,7 +316,7 @@ def _show_round(chat_round: ChatRound, max_tokens: int | None, model: str, fmt: 
             "targets": list(context.targets.agent_ids),
             "next_mode_state": None if state is None else state.to_dict(),
             "prompt_user_text": context.prompt_user_text,
-            "prompt_history": [m.to_dict() for m in context.prompt_history],
+            "prompt_history": [_message_json(m) for m in context.prompt_history],
             "workflow_task_prompt": context.workflow_task_prompt,
             "prompts": {
                 agent_id: {"token_count": r.token_count, "messages": r.to_openai()}

@@ -79,7 +79,12 @@ def test_post_as_json_gives_the_whole_context(cli: Any, agents_file: str) -> Non
     assert out["round"] == 2
     assert out["targets"] == ["carol"]
     assert out["prompt_user_text"] == "and now?"
-    assert [m["content"] for m in out["prompt_history"]] == ["hello", "hi there"]
+    assert out["prompt_history"] == [
+        {"role": "user", "content": "hello", "agent_id": None, "id": "msg-1"},
+        {"role": "assistant", "content": "hi there", "agent_id": "carol", "id": "msg-2"},
+    ]
+    history = json.loads(ok(cli("history", "s1", "--format", "json")).stdout)["messages"]
+    assert [sorted(m) for m in history] == [["agent_id", "content", "id", "role"]] * 3
     messages = out["prompts"]["carol"]["messages"]
     assert messages[0]["role"] == "system"
     assert "and now?" in messages[-1]["content"]
