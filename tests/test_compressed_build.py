@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+from typing import Any
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -15,6 +18,7 @@ from memctx import (
     chunks,
     create_builder,
 )
+from memctx._prefix import shared_prefix_tokens
 from memctx._tokens import TiktokenTokenizer
 from memctx.compress import MaxChars, TrimToolOutputs
 from strategies import agent_runs
@@ -150,3 +154,32 @@ class TestProperties:
                 assert replaced[chunk.metadata.derived_from[0]] == chunk.id  # type: ignore[index]
         if plain is not None:
             assert len(result.excluded_for("over_budget")) <= len(plain.excluded_for("over_budget"))
+
+
+class TestSharedPrefix:
+    @pytest.mark.parametrize(
+        "compression",
+        [
+            {"compressors": [MaxChars(300)]},
+            {"compress_to_fit": TrimToolOutputs(keep_recent=1, max_chars=200)},
+        ],
+    )
+    def test_is_against_the_last_compressed_build_of_the_same_history(
+        self, run: MemoryState, gpt4o: TiktokenTokenizer, compression: dict[str, Any]
+    ) -> None:
+        builder = create_builder(gpt4o)
+        options: dict[str, Any] = {"max_tokens": 2500, "strategy": "stable"}
+        first = builder.build(run, **options, **compression)
+        again = builder.build(run, **options, **copy.deepcopy(compression))  # equal, not same
+        grown = run.append(chunks.assistant("Done.", id="done"))
+        later = builder.build(grown, **options, **compression)
+
+        assert first.prefix_tokens_shared == 0
+        assert again.prefix_tokens_shared == (
+            gpt4o.count_messages(again.messages) - gpt4o.count_messages([])
+        )
+        assert later.prefix_tokens_shared == shared_prefix_tokens(
+            later.messages, again.messages, gpt4o
+        )
+        assert later.prefix_messages_shared >= 2
+        assert builder.build(grown, max_tokens=2500).prefix_tokens_shared == 0  # other options

@@ -27,7 +27,7 @@ from memctx._options import BuildOptions, check_tokenizer, parse_build_options
 from memctx._pin import pin
 from memctx._provider_turns import added_turn_tokens, reserved_turn_tokens
 from memctx._rendering import RendererRegistry, renderer_cache_key
-from memctx._report import built_again, report
+from memctx._report import report, shared_with
 from memctx._result import ContextBuildResult
 from memctx._segments import SEPARATOR, RenderedChunk
 from memctx._select import selector_for
@@ -106,7 +106,7 @@ class ContextBuilder:
         leaving them out for the budget (see :mod:`memctx.compress`).
         """
         if compressors is not None or compress_to_fit is not None:
-            return build_compressed(self, state, max_tokens, options, compressors, compress_to_fit)
+            return self._build_compressed(state, max_tokens, options, compressors, compress_to_fit)
         opts = self._parse_options(max_tokens, options)
         if not isinstance(state, MemoryState):
             raise BuildOptionError("state", f"must be a MemoryState, got {type(state).__name__}")
@@ -119,6 +119,37 @@ class ContextBuilder:
             _log.debug("build: %s", result.summary().replace("\n", "; "))
         return result
 
+    def _build_compressed(
+        self,
+        state: MemoryState,
+        max_tokens: int | None,
+        options: dict[str, Any],
+        compressors: Iterable[Compressor] | None,
+        compress_to_fit: Compressor | None,
+    ) -> ContextBuildResult:
+        """A build with compression, reporting the prefix it shares with the last one of
+        this history with these options and compressors (compressed states are new)."""
+        if isinstance(compressors, Iterable) and not isinstance(compressors, str):
+            compressors = tuple(compressors)  # read once, and part of the key
+        result = build_compressed(self, state, max_tokens, options, compressors, compress_to_fit)
+        opts = self._parse_options(max_tokens, options)
+        tokenizer = opts.tokenizer or self.tokenizer
+        steps = (compressors, compress_to_fit)
+        try:
+            hash(steps)
+        except TypeError:  # a compressor that is not hashable: no previous build to find
+            return result
+        key = ("compressed", opts, self._count_key(tokenizer)[0], steps)
+        history, length = state.shared_history, len(state)
+        cache = self._caches.for_history(history)
+        with history.lock:
+            last = cache.by_options.get(key)
+            if last is not None and last.length <= length:
+                prompt = prompt_segment(opts.system_prompt)
+                result = shared_with(result, last.result, tokenizer, prompt)
+            cache.remember(key, LastBuild(length, result, None))
+        return result
+
     def _build(
         self, state: MemoryState, opts: BuildOptions, tokenizer: Tokenizer, cache: HistoryCache
     ) -> ContextBuildResult:
@@ -129,7 +160,8 @@ class ContextBuilder:
         if last is not None and last.length == length:  # this state, built this way before
             if not last.again:
                 prompt = prompt_segment(opts.system_prompt)
-                last.result, last.again = built_again(last.result, tokenizer, prompt), True
+                last.result = shared_with(last.result, last.result, tokenizer, prompt)
+                last.again = True
             return last.result
         if last is not None and last.length > length:
             last = None

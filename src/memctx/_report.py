@@ -118,23 +118,24 @@ def report(
     )
 
 
-def built_again(
-    result: ContextBuildResult, tokenizer: Tokenizer, prompt: str | None
+def shared_with(
+    result: ContextBuildResult,
+    previous: ContextBuildResult,
+    tokenizer: Tokenizer,
+    prompt: str | None,
 ) -> ContextBuildResult:
-    """``result`` reported as the build of its state made again the same way: the same
-    request, which the previous build (``result``'s) sent whole; ``prompt`` is the
-    system prompt's segment."""
+    """``result`` reporting what its request shares with ``previous``'s (the last build of
+    the same history with the same options); ``prompt`` is the system prompt's segment."""
 
     def tokens_shared() -> int:
         counts = None if result.recounted else result.chunk_tokens
         prompt_tokens = tokenizer.count(prompt) if prompt else 0
-        messages = result.messages
-        return SharedPrefix(messages, messages, tokenizer, counts, prompt_tokens)()
+        return SharedPrefix(previous.messages, result.messages, tokenizer, counts, prompt_tokens)()
 
     return attrs.evolve(
         result,
         prefix_source=tokens_shared,
-        shared_messages_source=lambda: len(result.messages),
+        shared_messages_source=lambda: shared_messages(previous.messages, result.messages),
     )
 
 
