@@ -208,6 +208,16 @@ class TestCompress:
         assert "long_answer" not in new
         assert report.changes[0].by == ("drop_answers",)
 
+    def test_a_compressor_that_raises_is_a_compression_error_naming_it(
+        self, run: MemoryState
+    ) -> None:
+        def broken(state: MemoryState) -> MemoryState:
+            return state.filter(lambda c: 1 / 0 > 0)
+
+        with pytest.raises(CompressionError, match="broken failed: ZeroDivisionError") as info:
+            compress(run, [broken])
+        assert isinstance(info.value.__cause__, ZeroDivisionError)
+
     def test_dropping_a_pinned_chunk_is_refused(self, run: MemoryState) -> None:
         with pytest.raises(CompressionError, match="protected chunk 'task'"):
             compress(run, [lambda s: s.filter(lambda c: c.id != "task")])

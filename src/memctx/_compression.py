@@ -15,7 +15,7 @@ from memctx._compression_report import (
     compressor_name,
     compressor_params,
 )
-from memctx._exceptions import CompressionError
+from memctx._exceptions import CompressionError, MemctxError
 from memctx._history_shape import history_shape
 from memctx._state import MemoryState
 from memctx._units import unit_role
@@ -159,7 +159,13 @@ def apply_compressors(
     current = state
     for step in steps:
         name = compressor_name(step)
-        after = _check_step(current, step(current), name)
+        try:
+            given = step(current)
+        except MemctxError:
+            raise
+        except Exception as exc:
+            raise CompressionError(f"{name} failed: {type(exc).__name__}: {exc}") from exc
+        after = _check_step(current, given, name)
         if after is current:
             continue
         kept_ids = set(after.ids)
