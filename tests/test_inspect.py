@@ -138,6 +138,31 @@ class TestReportData:
         gone = data["compare"]["left_elsewhere"]
         assert [(g["id"], g["type"]) for g in gone] == [("sys", "SYSTEM"), ("task", "AGENT")]
 
+    @pytest.mark.parametrize(
+        ("arguments", "message"),
+        [
+            ({"state": None}, "state: must be a MemoryState"),
+            ({"builder": 5}, "builder: must be a ContextBuilder"),
+            ({"previous": 5}, "previous: must be a build result"),
+            ({"previous_state": 5}, "previous_state: must be a MemoryState"),
+            ({"title": 5}, "title: must be text"),
+            ({"previous_label": 5}, "previous_label: must be text"),
+            ({"tokenizer": "gpt-4o"}, "tokenizer: must be a Tokenizer"),
+        ],
+    )
+    def test_an_argument_of_the_wrong_kind_is_an_inspect_error(
+        self,
+        coding_state: MemoryState,
+        exact_builder: ContextBuilder,
+        arguments: dict[str, Any],
+        message: str,
+    ) -> None:
+        result = exact_builder.build(coding_state)
+        given: dict[str, Any] = {"state": coding_state, "builder": exact_builder, **arguments}
+
+        with pytest.raises(InspectError, match=message):
+            result.to_html(**given)
+
     def test_a_result_of_another_state_is_refused(
         self, coding_state: MemoryState, exact_builder: ContextBuilder
     ) -> None:

@@ -6,6 +6,7 @@ is made in :mod:`memctx._inspect_data` and its HTML in :mod:`memctx._inspect_pag
 
 from __future__ import annotations
 
+from memctx._exceptions import InspectError
 from memctx._inspect_data import report_data
 from memctx._inspect_page import render_page
 from memctx._inspect_types import BuildReport, ChunkXml
@@ -40,6 +41,7 @@ def report_html(
     :class:`~memctx.InspectError` when a result does not report on exactly
     its state's chunks.
     """
+    _check_arguments(state, builder, previous, previous_state, previous_label, tokenizer, title)
     if title is None:
         title = default_title(state)
     data = report_data(
@@ -53,3 +55,30 @@ def report_html(
         tokenizer=tokenizer,
     )
     return render_page(data)
+
+
+def _check_arguments(
+    state: object,
+    builder: object,
+    previous: object,
+    previous_state: object,
+    previous_label: object,
+    tokenizer: object,
+    title: object,
+) -> None:
+    """:class:`InspectError` for an argument of the wrong kind, before anything is read."""
+    if not isinstance(state, MemoryState):
+        raise InspectError(f"state: must be a MemoryState, got {type(state).__name__}")
+    if not (hasattr(builder, "render") and hasattr(builder, "tokenizer")):
+        raise InspectError(f"builder: must be a ContextBuilder, got {type(builder).__name__}")
+    if previous is not None and not hasattr(previous, "included_chunk_ids"):
+        raise InspectError(f"previous: must be a build result, got {type(previous).__name__}")
+    if previous_state is not None and not isinstance(previous_state, MemoryState):
+        raise InspectError(
+            f"previous_state: must be a MemoryState, got {type(previous_state).__name__}"
+        )
+    for name, text in (("previous_label", previous_label), ("title", title)):
+        if text is not None and not isinstance(text, str):
+            raise InspectError(f"{name}: must be text, got {type(text).__name__}")
+    if tokenizer is not None and not all(hasattr(tokenizer, m) for m in ("name", "count")):
+        raise InspectError(f"tokenizer: must be a Tokenizer, got {tokenizer!r}")
