@@ -91,6 +91,12 @@ class TestPromptHistory:
         assert list(kept) == history[len(history) - len(kept) :]
 
 
+@pytest.mark.parametrize("given", [None, 5])
+def test_a_history_that_is_not_a_sequence_is_a_chat_error(given: object) -> None:
+    with pytest.raises(ChatError, match="history: expected a sequence of messages"):
+        prompt_history(given)  # type: ignore[arg-type]
+
+
 class TestWorkflowTaskPrompt:
     def test_the_first_user_message_is_the_task_and_later_ones_follow_ups_in_order(self) -> None:
         history = [

@@ -55,6 +55,15 @@ class TestObjectsInsteadOfAStore:
             store.build("t", builder="gpt-4o")  # type: ignore[arg-type]
         assert store.events("t") == ()
 
+    def test_append_with_whose_function_returns_one_chunk_not_a_list_writes_nothing(
+        self, store: MemoryStore
+    ) -> None:
+        store.create_thread("t")
+
+        with pytest.raises(InvalidChunkError, match="chunks: must be a list of Chunks"):
+            store.append_with("t", lambda length, metadata: (chunks.user("q"), None))  # type: ignore[arg-type,return-value]
+        assert store.get_all_chunks("t") == ()
+
     def test_a_url_given_where_a_store_belongs_is_refused(self) -> None:
         with pytest.raises(StoreArgumentError, match=r"MemoryStore.open\(url\)"):
             ChatSession.create("chat.db", "c", agents=[ChatAgent("a", "A")])  # type: ignore[arg-type]

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 from hypothesis import given
 
-from memctx.team import parse_next_markers, strip_markers
+from memctx.team import TeamMessageError, parse_next_markers, strip_markers
 from memctx.team._markers import cleanup_whitespace
 from strategies import marked_texts, texts
 
@@ -109,3 +110,10 @@ class TestParseNextMarkers:
     )
     def test_reads_the_names_in_order_each_once(self, text: str, expected: tuple[str, ...]) -> None:
         assert parse_next_markers(text) == expected
+
+
+@pytest.mark.parametrize("function", [strip_markers, parse_next_markers])
+@pytest.mark.parametrize("given", [None, 5, b"[NEXT:lena]"])
+def test_text_that_is_not_a_string_is_a_team_message_error(function: Any, given: object) -> None:
+    with pytest.raises(TeamMessageError, match="text: must be a string"):
+        function(given)

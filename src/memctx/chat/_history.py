@@ -88,7 +88,7 @@ def as_message(value: ChatMessage | Mapping[str, Any], where: str = "message") -
 
 def as_history(history: Iterable[ChatMessage | Mapping[str, Any]]) -> tuple[ChatMessage, ...]:
     """``history`` as a tuple of :class:`ChatMessage` (dicts converted, errors located)."""
-    if isinstance(history, (str, bytes, Mapping)):
+    if isinstance(history, (str, bytes, Mapping)) or not isinstance(history, Iterable):
         raise ChatError(f"history: expected a sequence of messages, got {type(history).__name__}")
     return tuple(as_message(item, f"history[{i}]") for i, item in enumerate(history))
 

@@ -26,6 +26,7 @@ from memctx._chunk import Chunk
 from memctx._exceptions import (
     ChunkConflictError,
     ChunkNotFoundError,
+    InvalidChunkError,
     StoreArgumentError,
     StoreError,
     ThreadNotFoundError,
@@ -359,6 +360,8 @@ def prepare_chunks(thread_id: str, chunks: Iterable[Chunk]) -> dict[str, dict[st
 
     The first of two equal chunks wins (they may differ only in ``created_at``).
     """
+    if isinstance(chunks, Chunk | str | bytes) or not isinstance(chunks, Iterable):
+        raise InvalidChunkError("chunks", f"must be a list of Chunks, got {type(chunks).__name__}")
     prepared: dict[str, dict[str, Any]] = {}
     for chunk in chunks:
         values = chunk_values(chunk)

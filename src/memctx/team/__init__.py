@@ -19,6 +19,7 @@ kind of agent reads best. :meth:`TeamConversation.open` keeps a conversation
 in a store thread shared by several processes.
 """
 
+from memctx._exceptions import TeamMessageError
 from memctx.team._agent_types import normalize_agent_type
 from memctx.team._assemblers import (
     ClaudeContextAssembler,
@@ -62,6 +63,7 @@ __all__ = [
     "SpeakerType",
     "TeamConversation",
     "TeamMessage",
+    "TeamMessageError",
     "TeamMessageRenderer",
     "format_addressees",
     "normalize_agent_type",

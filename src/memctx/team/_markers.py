@@ -25,6 +25,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from memctx._exceptions import TeamMessageError
+
 __all__ = ["cleanup_whitespace", "parse_next_markers", "strip_markers"]
 
 FROM_PATTERN: Final = re.compile(r"\[FROM:[^\]]+\]", re.IGNORECASE)
@@ -55,6 +57,7 @@ def _remove_markers(text: str) -> str:
 
 def strip_markers(text: str) -> str:
     """``text`` without ``[FROM:…]``, ``[TEAM_TASK]…`` and ``[NEXT:…]``, white space tidied."""
+    _check_text(text)
     while True:
         stripped = _remove_markers(text)
         if stripped == text:
@@ -68,6 +71,7 @@ def parse_next_markers(text: str) -> tuple[str, ...]:
     A marker may name several, separated by commas: ``[NEXT: reviewer, lena]``.
     Names are trimmed; empty ones are skipped.
     """
+    _check_text(text)
     found: dict[str, None] = {}
     for inside in _NEXT_INSIDE.findall(text):
         for name in inside.split(","):
@@ -75,3 +79,8 @@ def parse_next_markers(text: str) -> tuple[str, ...]:
             if name:
                 found.setdefault(name)
     return tuple(found)
+
+
+def _check_text(text: object) -> None:
+    if not isinstance(text, str):
+        raise TeamMessageError(f"text: must be a string, got {type(text).__name__}")
