@@ -286,6 +286,14 @@ class TestBudget:
 
 
 class TestReport:
+    def test_asking_for_an_unknown_reason_is_a_build_option_error(
+        self, builder: ContextBuilder, coding_state: MemoryState
+    ) -> None:
+        result = builder.build(coding_state, max_tokens=150)
+
+        with pytest.raises(BuildOptionError, match=r"reason: unknown 'nope'; one of .*over_budget"):
+            result.excluded_for("nope")
+
     def test_a_results_mappings_cannot_be_changed_and_stay_plain_json(
         self, builder: ContextBuilder, coding_state: MemoryState, gpt4o: TiktokenTokenizer
     ) -> None:

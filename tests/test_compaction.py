@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -145,6 +146,17 @@ class TestCompact:
     def test_an_empty_summary_is_refused(self, long_run: MemoryState) -> None:
         with pytest.raises(CompactionError, match="non-empty text"):
             compact(long_run, lambda covered, previous: "  ", keep_recent_tokens=0)
+
+    @pytest.mark.parametrize(
+        ("options", "message"),
+        [({"tokenizer": "gpt-4o"}, "tokenizer: 'gpt-4o' is not a Tokenizer"),
+         ({"builder": "x"}, "builder: must be a ContextBuilder")],
+    )  # fmt: skip
+    def test_a_tokenizer_or_builder_of_the_wrong_kind_is_refused(
+        self, long_run: MemoryState, options: dict[str, Any], message: str
+    ) -> None:
+        with pytest.raises(CompactionError, match=message):
+            compact(long_run, ExtractiveSummarizer(), keep_recent_tokens=0, **options)
 
     @pytest.mark.parametrize("bad", [-1, 1.5, None])
     def test_keep_recent_tokens_must_be_a_count(self, long_run: MemoryState, bad: object) -> None:

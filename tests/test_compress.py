@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -217,6 +219,17 @@ class TestCompress:
         with pytest.raises(CompressionError, match="broken failed: ZeroDivisionError") as info:
             compress(run, [broken])
         assert isinstance(info.value.__cause__, ZeroDivisionError)
+
+    @pytest.mark.parametrize(
+        ("options", "message"),
+        [({"tokenizer": 5}, "tokenizer: 5 is not a Tokenizer"),
+         ({"builder": "x"}, "builder: must be a ContextBuilder")],
+    )  # fmt: skip
+    def test_a_tokenizer_or_builder_of_the_wrong_kind_is_refused(
+        self, run: MemoryState, options: dict[str, Any], message: str
+    ) -> None:
+        with pytest.raises(CompressionError, match=message):
+            compress(run, [MaxChars(10)], **options)
 
     def test_dropping_a_pinned_chunk_is_refused(self, run: MemoryState) -> None:
         with pytest.raises(CompressionError, match="protected chunk 'task'"):

@@ -23,6 +23,7 @@ from memctx._default_builder import default_builder
 from memctx._exceptions import CompactionError
 from memctx._history_shape import history_shape
 from memctx._state import MemoryState
+from memctx._validators import check_counting_tools
 from memctx.chunks import progress_summary
 from memctx.typing import Summarizer, Tokenizer
 
@@ -183,6 +184,7 @@ def compact(
         raise CompactionError(f"state must be a MemoryState, got {type(state).__name__}")
     if not callable(summarizer):
         raise CompactionError(f"{summarizer!r} is not a summarizer (chunks, previous) -> str")
+    check_counting_tools(tokenizer, builder, CompactionError)
     builder = builder if builder is not None else default_builder()
     tok = tokenizer if tokenizer is not None else builder.tokenizer
     chunks = state.chunks

@@ -10,6 +10,7 @@ import attrs
 
 from memctx._chunk import Chunk
 from memctx._compression_report import CompressionReport
+from memctx._exceptions import BuildOptionError
 from memctx._inspect_types import ChunkXml
 from memctx._message import ContextMessage
 from memctx._provider_turns import AddedTurns, TurnOptions
@@ -175,7 +176,11 @@ class ContextBuildResult:
 
     def excluded_for(self, reason: ExclusionReason | str) -> tuple[str, ...]:
         """The ids left out for ``reason``, in state order."""
-        wanted = ExclusionReason(reason)
+        try:
+            wanted = ExclusionReason(reason)
+        except ValueError:
+            known = ", ".join(r.value for r in ExclusionReason)
+            raise BuildOptionError("reason", f"unknown {reason!r}; one of {known}") from None
         return tuple(i for i in self.excluded_chunk_ids if self.exclusions[i].reason is wanted)
 
     def to_openai(self, **options: Any) -> list[dict[str, Any]]:

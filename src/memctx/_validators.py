@@ -274,3 +274,16 @@ def require_store(store: object) -> None:
         raise StoreArgumentError(
             f"store: expected a MemoryStore (MemoryStore.open(url)), got {describe(store)}"
         )
+
+
+def check_counting_tools(
+    tokenizer: object, builder: object, error: Callable[[str], Exception]
+) -> None:
+    """``tokenizer`` and ``builder`` (each may be None) must be a Tokenizer and a
+    ContextBuilder; otherwise ``error(message)`` is raised."""
+    members = ("name", "exact", "count", "count_messages")
+    if tokenizer is not None and not all(hasattr(tokenizer, m) for m in members):
+        shown = describe(tokenizer)
+        raise error(f"tokenizer: {shown} is not a Tokenizer; use memctx.create_tokenizer(model)")
+    if builder is not None and not hasattr(builder, "render_chunk"):
+        raise error(f"builder: must be a ContextBuilder, got {type(builder).__name__}")

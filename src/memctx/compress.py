@@ -27,8 +27,10 @@ from memctx._compressors import (
     derived_chunk,
 )
 from memctx._default_builder import default_builder
+from memctx._exceptions import CompressionError
 from memctx._history_shape import history_shape
 from memctx._state import MemoryState
+from memctx._validators import check_counting_tools
 from memctx.typing import Compressor, Tokenizer
 
 __all__ = [
@@ -69,6 +71,7 @@ def compress(
     ``tokenizer`` (the builder's by default) over each chunk's rendering by
     ``builder`` (a default builder when not given).
     """
+    check_counting_tools(tokenizer, builder, CompressionError)
     builder = builder if builder is not None else default_builder()
     tok = tokenizer if tokenizer is not None else builder.tokenizer
     return apply_compressors(state, compressors, tokenizer=tok, counter=builder)

@@ -15,7 +15,7 @@ from agents import Agent, RunConfig, Runner
 from agents.memory import Session
 from agents.testing import ScriptedModel, assistant_message
 
-from memctx import BuildOptionError, StoreArgumentError, create_tokenizer
+from memctx import BuildOptionError, StoreArgumentError, TranscriptError, create_tokenizer
 from memctx.integrations.openai_agents import ITEM_KEY, MemctxSession
 from memctx.store import MemoryStore
 
@@ -56,6 +56,24 @@ class TestBadSettings:
         with pytest.raises(BuildOptionError, match=error):
             MemctxSession("s", store, **options)
         assert not store.has_thread("s")
+
+    @pytest.mark.parametrize("limit", [-1, "1", 1.5])
+    def test_a_limit_that_is_not_a_count_is_refused(
+        self, store: MemoryStore, limit: object
+    ) -> None:
+        session = MemctxSession("s", store)
+
+        with pytest.raises(BuildOptionError, match="limit"):
+            asyncio.run(session.get_items(limit=limit))  # type: ignore[arg-type]
+
+    def test_an_item_that_is_not_an_object_is_refused_and_nothing_is_stored(
+        self, store: MemoryStore
+    ) -> None:
+        session = MemctxSession("s", store)
+
+        with pytest.raises(TranscriptError, match="must be an object"):
+            asyncio.run(session.add_items([{"role": "user", "content": "hi"}, "x"]))  # type: ignore[list-item]
+        assert asyncio.run(session.get_items()) == []
 
     def test_a_url_instead_of_a_store_is_refused(self) -> None:
         with pytest.raises(StoreArgumentError, match=r"MemoryStore\.open"):

@@ -24,7 +24,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from memctx import BuildOptionError, create_tokenizer
+from memctx import BuildOptionError, TranscriptError, create_tokenizer
 from memctx.integrations.pydantic_ai import MemctxHistoryProcessor, messages_to_state
 
 ROOT = Path(__file__).parent.parent.parent
@@ -100,6 +100,11 @@ class TestBadSettings:
     ) -> None:
         with pytest.raises(BuildOptionError, match=error):
             MemctxHistoryProcessor(**options)
+
+
+def test_a_history_of_something_else_than_pydantic_ai_messages_is_refused() -> None:
+    with pytest.raises(TranscriptError, match=r"messages\[0\]: must be a ModelRequest"):
+        MemctxHistoryProcessor(max_tokens=100)(["x"])  # type: ignore[list-item]
 
 
 class TestWithAnAgent:

@@ -43,7 +43,7 @@ from typing import Any, Final, Literal
 
 from memctx import chunks
 from memctx._chunk import Chunk
-from memctx._exceptions import BuildOptionError
+from memctx._exceptions import BuildOptionError, TranscriptError
 from memctx._options import parse_build_options
 from memctx._result import ContextBuildResult
 from memctx._validators import require_store
@@ -91,7 +91,9 @@ def _plain(item: Any) -> dict[str, Any]:
     """The item as a plain JSON object (the SDK may hand over pydantic models)."""
     if hasattr(item, "model_dump"):
         item = item.model_dump(exclude_unset=True)
-    result: dict[str, Any] = json.loads(json.dumps(item, default=str))
+    result = json.loads(json.dumps(item, default=str))
+    if not isinstance(result, dict):
+        raise TranscriptError(f"an input item must be an object, got {type(item).__name__}")
     return result
 
 
@@ -205,6 +207,8 @@ class MemctxSession:
     # -- the same, synchronously ---------------------------------------------------
 
     def _get_items(self, limit: int | None) -> list[TResponseInputItem]:
+        if limit is not None and (type(limit) is not int or limit < 0):
+            raise BuildOptionError("limit", f"must be None or an int >= 0, got {limit!r}")
         self._ensure_thread()
         if limit is None and self.session_settings is not None:
             limit = self.session_settings.limit

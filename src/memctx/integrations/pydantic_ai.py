@@ -38,7 +38,7 @@ from typing import Any
 from memctx import MemoryState, chunks
 from memctx._builder import ContextBuilder, create_builder
 from memctx._chunk import Chunk
-from memctx._exceptions import BuildOptionError
+from memctx._exceptions import BuildOptionError, TranscriptError
 from memctx._options import parse_build_options
 from memctx._result import ContextBuildResult
 
@@ -116,6 +116,12 @@ def _chunk_id(message_index: int, part_index: int) -> str:
 
 def messages_to_state(messages: list[ModelMessage]) -> MemoryState:
     """A state with one chunk per part; chunk ids are ``m<message>.p<part>``."""
+    for index, message in enumerate(messages):
+        if not isinstance(message, ModelRequest | ModelResponse):
+            raise TranscriptError(
+                f"messages[{index}]: must be a ModelRequest or ModelResponse, "
+                f"got {type(message).__name__}"
+            )
     return MemoryState(
         [
             _part_chunk(part, _chunk_id(mi, pi))
