@@ -117,7 +117,8 @@ class TestApplyViewRefuses:
         ("arguments", "error", "message"),
         [
             ({"operation": ""}, ViewOperationError, "operation"),
-            ({"operation": "x", "params": {"x": {1}}}, StoreArgumentError, "not JSON"),
+            ({"operation": "x", "params": {"x": {1}}}, StoreArgumentError, "params .* not JSON"),
+            ({"operation": "x", "params": [1]}, StoreArgumentError, "params .* JSON object"),
             ({"operation": "x", "events": [("", {})]}, StoreArgumentError, "event kind"),
             ({"operation": "x", "events": [("k", [1])]}, StoreArgumentError, "JSON object"),
             ({"operation": "x", "events": ["k"]}, StoreArgumentError, "pair"),

@@ -502,17 +502,16 @@ def merge_metadata(
 # -- events -------------------------------------------------------------------------------
 
 
-def check_payload(kind: object, payload: object) -> tuple[str, str]:
-    """An event's kind and its payload as JSON text, or :class:`StoreArgumentError`."""
+def check_payload(kind: object, payload: object, what: str = "an event payload") -> tuple[str, str]:
+    """An event's kind and its payload as JSON text, or :class:`StoreArgumentError`
+    (naming the payload ``what``)."""
     kind = check_event_kind(kind)
     if not isinstance(payload, Mapping):
-        raise StoreArgumentError(
-            f"an event payload must be a JSON object, got {type(payload).__name__}"
-        )
+        raise StoreArgumentError(f"{what} must be a JSON object, got {type(payload).__name__}")
     try:
         return kind, dump_json(freeze_json(payload, "payload"))
     except NotJSONError as exc:
-        raise StoreArgumentError(f"the event payload is not JSON: {exc}") from None
+        raise StoreArgumentError(f"{what} is not JSON: {exc}") from None
 
 
 def record_event(session: Session, thread_id: str, kind: str, payload: Mapping[str, Any]) -> None:

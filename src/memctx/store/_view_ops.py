@@ -133,7 +133,7 @@ def apply_view(
     if isinstance(chunks, str | bytes) or not isinstance(chunks, Sequence):
         raise ViewOperationError(f"chunks must be a sequence of chunks, got {describe(chunks)}")
     params = {} if params is None else params
-    check_payload(operation, params)
+    check_payload(operation, params, "params (the view's parameters)")
     checked = _check_events(events)
     thread = get_thread(session, thread_id, lock=True)
     previous = thread.batch
