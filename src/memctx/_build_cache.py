@@ -73,7 +73,7 @@ class HistoryCache:
         self.counts: dict[CountKey, dict[int, int]] = {}
         # Long chunks counted in part: position -> (tokens counted, characters counted).
         self.partial_counts: dict[CountKey, dict[int, tuple[int, int]]] = {}
-        # Roles of long chunks not rendered whole yet: position -> role.
+        # Roles of chunks not rendered (long ones, or counted already): position -> role.
         self.long_roles: dict[ChainKey, dict[int, Role]] = {}
         # A units index of an older state (the history indexes only its newest one).
         self.older_units: tuple[int, UnitsIndex] | None = None
@@ -195,14 +195,17 @@ class ChunkCosts:
         return found
 
     def role(self, position: int) -> Role:
+        """The chunk's role; rendered only when it must be counted anyway (a chunk whose
+        count is known, or a long one, asks the registry instead)."""
         found = self._rendered.get(position)
         if found is not None:
             return found.role
-        if not _is_long(self._items[position]):
+        item = self._items[position]
+        if position not in self._tokens and not _is_long(item):
             return self.rendered(position).role
         role = self._roles.get(position)
         if role is None:
-            role = self._roles[position] = self._renderer.role(self._items[position])
+            role = self._roles[position] = self._renderer.role(item)
         return role
 
     def known_counts(self, length: int) -> dict[int, int]:

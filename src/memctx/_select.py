@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from itertools import takewhile
 from types import MappingProxyType
 
 import attrs
@@ -68,7 +69,7 @@ def select_stable(problem: SelectionProblem, remembered: object | None) -> Selec
     progress = remembered if isinstance(remembered, StableStart) else None
     start, progress = select_start(problem, progress)
     walk = _new_walk(problem)
-    walk.walk(p for p in problem.candidates.positions_desc() if p >= start)
+    walk.walk(takewhile(lambda p: p >= start, problem.candidates.positions_desc()))
     return Selected(walk.selection(), memory=progress)
 
 

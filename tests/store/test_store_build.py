@@ -213,6 +213,48 @@ class TestTokenCache:
         assert stored == 0
 
 
+class TestStableRebuilds:
+    """``stable`` builds read every visible chunk once; rebuilds read what was appended."""
+
+    def test_a_rebuild_after_appends_reads_only_the_new_rows_and_equals_a_fresh_build(
+        self, open_store: Callable[[], MemoryStore], long_thread: str
+    ) -> None:
+        gpt4o = create_tokenizer("gpt-4o")
+        store = open_store()
+        options: dict[str, Any] = {"tokenizer": gpt4o, "strategy": "stable"}
+        store.build(long_thread, 300, **options)
+        for n in range(3):
+            store.append(long_thread, chunks.assistant(f"step {n} " * 20, id=f"step{n}"))
+            result = store.build(long_thread, 300, **options)
+
+            event = store.events(long_thread, CONTEXT_BUILT)[-1].payload
+            fresh = create_builder(gpt4o).build(
+                store.get_current_state(long_thread), 300, strategy="stable"
+            )
+            assert (event["chunks_read"], event["tokens_counted"]) == (1, 1)
+            assert event["tokens_reused"] == event["visible"] - 1
+            assert result.messages == fresh.messages
+            assert result.excluded_chunk_ids == fresh.excluded_chunk_ids
+
+        restarted = open_store()
+        restarted.build(long_thread, 300, **options)
+        event = restarted.events(long_thread, CONTEXT_BUILT)[-1].payload
+        assert (event["chunks_read"], event["tokens_counted"]) == (event["visible"], 0)
+
+    def test_another_builder_reads_the_thread_again(
+        self, store: MemoryStore, long_thread: str
+    ) -> None:
+        options: dict[str, Any] = {"tokenizer": create_tokenizer("gpt-4o"), "strategy": "stable"}
+        store.build(long_thread, 300, **options)
+        store.append(long_thread, chunks.assistant("more", id="more"))
+
+        store.build(long_thread, 300, builder=create_builder(), **options)
+
+        event = store.events(long_thread, CONTEXT_BUILT)[-1].payload
+        assert event["chunks_read"] == event["visible"] == 10
+        assert (event["tokens_reused"], event["tokens_counted"]) == (9, 1)  # the new one
+
+
 class TestEvents:
     def test_events_of_your_own_are_recorded_in_order_and_filtered_by_kind(
         self, store: MemoryStore, long_thread: str

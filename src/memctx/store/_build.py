@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import weakref
 from collections.abc import Callable, Generator
 from typing import Any, TypeVar
 
@@ -35,7 +36,7 @@ from memctx._state import MemoryState
 from memctx.store._paged import PagedBuilt, Read
 from memctx.store._paged_thread import PagedThread
 from memctx.store._queries import (
-    appended_rows_after,
+    appended_since,
     check_thread_id,
     get_batch,
     load_counts,
@@ -61,6 +62,18 @@ class BuiltState:
     after_seq: int = 0
     """The highest appended sequence number seen: the next build reads the rows after it
     (not after ``seqs[-1]``: a view may end with an older chunk than ones it hides)."""
+    builder: weakref.ref[ContextBuilder] | None = attrs.field(default=None, eq=False)
+    """The builder that built it: it knows every count stored for ``state``."""
+    keys: tuple[str | None, str] | None = None
+    """The keys of the stored counts (tokenizer, renderers) it was built with."""
+    stored: set[int] = attrs.field(factory=set, eq=False)
+    """Sequence numbers of its chunks whose count is stored under ``keys`` (the states
+    extended from one another share it: it only grows)."""
+
+    def extends_for(self, builder: ContextBuilder, keys: tuple[str | None, str]) -> bool:
+        """Whether a build by ``builder`` with ``keys`` may extend this state: it then
+        reads only the rows appended since, and their counts."""
+        return self.builder is not None and self.builder() is builder and self.keys == keys
 
 
 class BuiltStates:
@@ -160,20 +173,21 @@ def load_build(
     the chunks appended since are read.
     """
     check_thread_id(thread_id)
-    created_at, batch_number = thread_version(session, thread_id)
-    if (
-        base is not None
-        and base.batch == batch_number
-        and base.created_at == created_at
-        and base.seqs
-    ):
-        rows = appended_rows_after(session, thread_id, base.after_seq)
-        after = max([base.after_seq, *(r.seq for r in rows[-1:])])
+    if base is not None and base.seqs:
+        version, rows, cached = appended_since(
+            session, thread_id, base.after_seq, tokenizer, renderer
+        )
+        created_at, batch_number = version
+        if base.batch == batch_number and base.created_at == created_at:
+            after = max([base.after_seq, *(r.seq for r in rows[-1:])])
+            chunks = [row_to_chunk(r) for r in rows]
+            seqs = [r.seq for r in rows]
+            return Loaded(thread_id, created_at, batch_number, chunks, seqs, cached, base, after)
     else:
-        base = None
-        batch = get_batch(session, thread_id, batch_number)
-        rows = visible_rows(session, batch)
-        after = max([0 if batch.view is None else batch.base_seq, *(r.seq for r in rows[-1:])])
+        created_at, batch_number = thread_version(session, thread_id)
+    batch = get_batch(session, thread_id, batch_number)
+    rows = visible_rows(session, batch)
+    after = max([0 if batch.view is None else batch.base_seq, *(r.seq for r in rows[-1:])])
     cached = {} if tokenizer is None else load_counts(session, thread_id, tokenizer, renderer)
     return Loaded(
         thread_id,
@@ -182,7 +196,7 @@ def load_build(
         [row_to_chunk(r) for r in rows],
         [r.seq for r in rows],
         cached,
-        base,
+        None,
         after,
     )
 
@@ -193,33 +207,51 @@ def build_loaded(
     """Build the loaded chunks with their stored counts seeded; no I/O."""
     tokenizer = options.tokenizer or builder.tokenizer
     key = tokenizer_key(tokenizer)
-    if loaded.base is not None:
-        state = loaded.base.state.extend(loaded.chunks)
-        seqs = (*loaded.base.seqs, *loaded.seqs)
+    keys = (key, renderer_key(builder))
+    base = loaded.base
+    if base is not None:  # the builder knows the counts of base's chunks: seed the new ones
+        state = base.state.extend(loaded.chunks)
+        seqs = (*base.seqs, *loaded.seqs)
+        first, stored = len(base.state), base.stored
     else:
         state = MemoryState(loaded.chunks, thread_id=loaded.thread_id)
         seqs = tuple(loaded.seqs)
-    seeds = {i: loaded.cached[seq] for i, seq in enumerate(seqs) if seq in loaded.cached}
-    if key is not None and seeds:
-        builder.seed_token_counts(state, tokenizer, seeds)
+        first, stored = 0, set()
+    seeds = {
+        first + i: loaded.cached[seq] for i, seq in enumerate(loaded.seqs) if seq in loaded.cached
+    }
+    if key is not None:
+        stored.update(seqs[p] for p in seeds)
+        if seeds:
+            builder.seed_token_counts(state, tokenizer, seeds)
+    reused = len(stored) if key is not None else 0
     result = builder.build(state, options=options)
     counted: dict[int, int] = {}
     if key is not None:
         for position, count in builder.token_counts(state, tokenizer).items():
             seq = seqs[position]
-            if seq not in loaded.cached:
+            if seq not in stored:
                 counted[seq] = count
     payload = build_payload(
         loaded.batch,
         options,
         result,
         visible=len(state),
-        reused=len(seeds) if key is not None else 0,
+        reused=reused,
         counted=len(counted),
         read=len(loaded.chunks),
     )
-    built = BuiltState(loaded.created_at, loaded.batch, state, seqs, loaded.after_seq)
-    return result, Built(key, renderer_key(builder), counted, payload, built)
+    built = BuiltState(
+        loaded.created_at,
+        loaded.batch,
+        state,
+        seqs,
+        loaded.after_seq,
+        weakref.ref(builder),
+        keys,
+        stored,
+    )
+    return result, Built(key, keys[1], counted, payload, built)
 
 
 def build_payload(

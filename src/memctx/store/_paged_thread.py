@@ -22,7 +22,7 @@ from memctx._builder import ContextBuilder
 from memctx._chunk import Chunk, ChunkType
 from memctx._state import MemoryState
 from memctx.store._queries import (
-    appended_rows_after,
+    appended_since,
     check_thread_id,
     counts_by_seq,
     get_batch,
@@ -59,14 +59,14 @@ def read_start(
     """The thread's light index, or (``kept`` = created_at, batch, after_seq still current)
     only the rows appended since."""
     check_thread_id(thread_id)
-    created_at, batch_number = thread_version(session, thread_id)
-    if kept is not None and kept[0] == created_at and kept[1] == batch_number:
-        rows = appended_rows_after(session, thread_id, kept[2])
-        counts = {}
-        if rows and tokenizer is not None:
-            counts = counts_by_seq(session, thread_id, tokenizer, renderer, [r.seq for r in rows])
-        after = rows[-1].seq if rows else kept[2]
-        return Start(created_at, batch_number, after, None, rows, counts)
+    if kept is None:
+        created_at, batch_number = thread_version(session, thread_id)
+    else:
+        version, rows, counts = appended_since(session, thread_id, kept[2], tokenizer, renderer)
+        created_at, batch_number = version
+        if kept[0] == created_at and kept[1] == batch_number:
+            after = rows[-1].seq if rows else kept[2]
+            return Start(created_at, batch_number, after, None, rows, counts)
     batch = get_batch(session, thread_id, batch_number)
     light = visible_light_rows(session, batch)
     base = 0 if batch.view is None else batch.base_seq

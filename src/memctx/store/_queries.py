@@ -16,7 +16,8 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
-from sqlalchemy import Result, Row, bindparam, insert
+from sqlalchemy import Result, Row, and_, bindparam, insert
+from sqlalchemy import select as sa_select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm.attributes import set_committed_value
@@ -63,6 +64,36 @@ _APPENDED: Final = (col(ChunkRow.origin) == "append", col(ChunkRow.seq) > bindpa
 _APPENDED_ROWS: Final = _ALL_ROWS.where(*_APPENDED).order_by(col(ChunkRow.seq))
 _APPENDED_SEQS: Final = (
     select(col(ChunkRow.seq)).where(_OF_THREAD, *_APPENDED).order_by(col(ChunkRow.seq))
+)
+# A rebuild's one read: the thread's version, the rows appended after ``base_seq`` and
+# their stored counts (the thread's row alone when nothing was appended).
+_APPENDED_SINCE: Final = (
+    sa_select(
+        col(ThreadRow.created_at).label("thread_created_at"),
+        col(ThreadRow.batch).label("thread_batch"),
+        *_COLUMNS,
+        col(TokenCountRow.tokens).label("stored_tokens"),
+    )
+    .select_from(ThreadRow)
+    .outerjoin(
+        ChunkRow,
+        and_(
+            col(ChunkRow.thread_id) == col(ThreadRow.id),
+            col(ChunkRow.origin) == "append",
+            col(ChunkRow.seq) > bindparam("base_seq"),
+        ),
+    )
+    .outerjoin(
+        TokenCountRow,
+        and_(
+            col(TokenCountRow.thread_id) == col(ChunkRow.thread_id),
+            col(TokenCountRow.seq) == col(ChunkRow.seq),
+            col(TokenCountRow.tokenizer) == bindparam("tokenizer"),
+            col(TokenCountRow.renderer) == bindparam("renderer"),
+        ),
+    )
+    .where(col(ThreadRow.id) == bindparam("thread_id"))
+    .order_by(col(ChunkRow.seq))
 )
 _LIGHT: Final = tuple(
     col(c)
@@ -272,6 +303,22 @@ def visible_rows(session: Session, batch: BatchRow) -> list[Row[Any]]:
     if view is None:
         return appended
     return _in_view_order(batch, view, rows_by_seq(session, batch.thread_id, view)) + appended
+
+
+def appended_since(
+    session: Session, thread_id: str, seq: int, tokenizer: str | None, renderer: str
+) -> tuple[tuple[Any, int], list[Row[Any]], dict[int, int]]:
+    """In one statement: the thread's ``(created_at, batch)``, the rows appended after
+    sequence number ``seq`` in order, and their counts stored under ``tokenizer`` (None:
+    none) and ``renderer``. :class:`ThreadNotFoundError` if there is no such thread."""
+    params = {"thread_id": thread_id, "base_seq": seq, "tokenizer": tokenizer, "renderer": renderer}
+    found = list(_rows(session, _APPENDED_SINCE, params))
+    if not found:
+        raise ThreadNotFoundError(thread_id)
+    version = (found[0].thread_created_at, found[0].thread_batch)
+    rows = _counted([row for row in found if row.seq is not None])
+    counts = {row.seq: row.stored_tokens for row in rows if row.stored_tokens is not None}
+    return version, rows, counts
 
 
 def appended_rows_after(session: Session, thread_id: str, seq: int) -> list[Row[Any]]:

@@ -477,9 +477,12 @@ class MemoryStore:
             self._built_states.put_paged(thread_id, kept)
             return paged.result
         base = self._built_states.get(thread_id)
+        if base is not None and not base.extends_for(builder, keys):
+            base = None
         loaded = self._run(False, _build.load_build, thread_id, *keys, base)
         result, built = _build.build_loaded(builder, loaded, parsed)
         self._run(True, _build.record_build, thread_id, built)
         if built.state is not None:
+            built.state.stored.update(built.counted)  # written now
             self._built_states.put(thread_id, built.state)
         return result
