@@ -12,7 +12,7 @@ from memctx._group import Grouped
 from memctx._message import ContextMessage
 from memctx._options import BuildOptions
 from memctx._prefix import shared_messages, shared_prefix_tokens
-from memctx._result import ContextBuildResult, Exclusion, ExclusionReason
+from memctx._result import ContextBuildResult, Exclusion, ExclusionReason, ReadOnlyDict
 from memctx._segments import RenderedChunk
 from memctx.typing import Tokenizer
 
@@ -72,9 +72,8 @@ def report(
     selection = grouped.selection
     included = sorted(selection.body + selection.system)
     included_chunks = tuple(items[p] for p in included)
-    chunk_tokens = {items[p].id: measure(p) for p in included}
-    for position in selection.measured_excluded:
-        chunk_tokens[items[position].id] = measure(position)
+    measured = [*included, *selection.measured_excluded]
+    chunk_tokens = ReadOnlyDict([(items[p].id, measure(p)) for p in measured])  # made once
     # Left-out chunks report what this build knew of them when it returned.
     excluded_tokens = dict(chunk_tokens)
     for position in selection.refused:
@@ -93,7 +92,7 @@ def report(
             previous.messages,
             grouped.messages,
             tokenizer,
-            None if grouped.recounted else dict(chunk_tokens),
+            None if grouped.recounted else chunk_tokens,
             prompt_tokens,
         )
     )
