@@ -321,12 +321,6 @@ def appended_since(
     return version, rows, counts
 
 
-def appended_rows_after(session: Session, thread_id: str, seq: int) -> list[Row[Any]]:
-    """The rows appended to the thread after sequence number ``seq``, in order."""
-    params = {"thread_id": thread_id, "base_seq": seq}
-    return _counted(list(_rows(session, _APPENDED_ROWS, params)))
-
-
 def visible_light_rows(session: Session, batch: BatchRow) -> list[tuple[Any, ...]]:
     """``(seq, chunk_id, type, unit_key, unit_opener, pinned)`` of the rows visible in
     ``batch``, in view order: what a paged build reads of every chunk (no content)."""
