@@ -28,7 +28,7 @@ from memctx import (
 )
 from memctx.store import CONTEXT_BUILT, MemoryStore, _paged
 from memctx.store._paged import FIRST_PAGE
-from memctx.store._queries import ROWS_READ
+from memctx.store._row_reads import ROWS_READ
 from strategies import agent_runs
 
 _threads = itertools.count()

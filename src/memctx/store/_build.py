@@ -36,16 +36,18 @@ from memctx._state import MemoryState
 from memctx.store._paged import PagedBuilt, Read
 from memctx.store._paged_thread import PagedThread
 from memctx.store._queries import (
-    appended_since,
     check_thread_id,
     get_batch,
     load_counts,
     record_event,
     save_counts,
     thread_version,
-    visible_rows,
 )
 from memctx.store._records import CONTEXT_BUILT
+from memctx.store._row_reads import (
+    appended_since,
+    visible_rows,
+)
 from memctx.store._schema import row_to_chunk
 
 T = TypeVar("T")

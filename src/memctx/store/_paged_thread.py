@@ -22,12 +22,14 @@ from memctx._builder import ContextBuilder
 from memctx._chunk import Chunk, ChunkType
 from memctx._state import MemoryState
 from memctx.store._queries import (
-    appended_since,
     check_thread_id,
     counts_by_seq,
     get_batch,
-    rows_by_seq,
     thread_version,
+)
+from memctx.store._row_reads import (
+    appended_since,
+    rows_by_seq,
     visible_light_rows,
 )
 from memctx.store._schema import row_to_chunk, unit_columns

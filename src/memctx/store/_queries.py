@@ -4,7 +4,8 @@ Threads, batches and events are read and written as SQLModel objects through
 the session. Chunk rows, read and written by the thousand, are the exception
 the store benchmark (``benchmarks/store_bench.py``) asks for: their
 statements, built once, run on the session's connection (rows of their
-columns, one ``executemany`` per insert), and an append moves the thread's
+columns, one ``executemany`` per insert; the reads are in
+:mod:`memctx.store._row_reads`), and an append moves the thread's
 ``last_seq`` with one statement instead of a flush. ORM objects, the ORM's
 bulk insert and the unit of work each made appending or loading 10,000
 chunks measurably slower.
@@ -12,12 +13,10 @@ chunks measurably slower.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
-from sqlalchemy import Result, Row, and_, bindparam, insert
-from sqlalchemy import select as sa_select
+from sqlalchemy import Row, bindparam, insert
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm.attributes import set_committed_value
@@ -35,6 +34,7 @@ from memctx._exceptions import (
 from memctx._json import NotJSONError, freeze_json, thaw_json
 from memctx._limits import MAX_KIND_LENGTH, MAX_THREAD_ID_LENGTH, NAME_FORBIDDEN
 from memctx._validators import message_error, name
+from memctx.store._row_reads import in_parts, raw_rows, rows_by_chunk_id, rows_of
 from memctx.store._schema import (
     BatchRow,
     ChunkRow,
@@ -51,64 +51,8 @@ from memctx.store._schema import (
 
 R = TypeVar("R")
 
-_IN_CHUNK: Final = 500  # values per IN (...) list: well under every backend's parameter limit
 _INSERT_PART: Final = 2000  # chunk rows per INSERT executemany: progress can be told between them
 
-_COLUMNS: Final = tuple(col(c) for c in ChunkRow.__table__.columns)  # type: ignore[attr-defined]
-_OF_THREAD: Final = col(ChunkRow.thread_id) == bindparam("thread_id")
-_ALL_ROWS: Final = select(*_COLUMNS).where(_OF_THREAD)
-_HISTORY: Final = _ALL_ROWS.order_by(col(ChunkRow.seq))
-_ROWS_BY_SEQ: Final = _ALL_ROWS.where(col(ChunkRow.seq).in_(bindparam("seqs", expanding=True)))
-_ROWS_BY_ID: Final = _ALL_ROWS.where(col(ChunkRow.chunk_id).in_(bindparam("ids", expanding=True)))
-_APPENDED: Final = (col(ChunkRow.origin) == "append", col(ChunkRow.seq) > bindparam("base_seq"))
-_APPENDED_ROWS: Final = _ALL_ROWS.where(*_APPENDED).order_by(col(ChunkRow.seq))
-_APPENDED_SEQS: Final = (
-    select(col(ChunkRow.seq)).where(_OF_THREAD, *_APPENDED).order_by(col(ChunkRow.seq))
-)
-# A rebuild's one read: the thread's version, the rows appended after ``base_seq`` and
-# their stored counts (the thread's row alone when nothing was appended).
-_APPENDED_SINCE: Final = (
-    sa_select(
-        col(ThreadRow.created_at).label("thread_created_at"),
-        col(ThreadRow.batch).label("thread_batch"),
-        *_COLUMNS,
-        col(TokenCountRow.tokens).label("stored_tokens"),
-    )
-    .select_from(ThreadRow)
-    .outerjoin(
-        ChunkRow,
-        and_(
-            col(ChunkRow.thread_id) == col(ThreadRow.id),
-            col(ChunkRow.origin) == "append",
-            col(ChunkRow.seq) > bindparam("base_seq"),
-        ),
-    )
-    .outerjoin(
-        TokenCountRow,
-        and_(
-            col(TokenCountRow.thread_id) == col(ChunkRow.thread_id),
-            col(TokenCountRow.seq) == col(ChunkRow.seq),
-            col(TokenCountRow.tokenizer) == bindparam("tokenizer"),
-            col(TokenCountRow.renderer) == bindparam("renderer"),
-        ),
-    )
-    .where(col(ThreadRow.id) == bindparam("thread_id"))
-    .order_by(col(ChunkRow.seq))
-)
-_LIGHT: Final = tuple(
-    col(c)
-    for c in (
-        ChunkRow.seq,
-        ChunkRow.chunk_id,
-        ChunkRow.type,
-        ChunkRow.unit_key,
-        ChunkRow.unit_opener,
-        ChunkRow.pinned,
-    )
-)
-_LIGHT_APPENDED: Final = select(*_LIGHT).where(_OF_THREAD, *_APPENDED).order_by(col(ChunkRow.seq))
-_LIGHT_ALL: Final = select(*_LIGHT).where(_OF_THREAD)
-_LIGHT_BY_SEQ: Final = _LIGHT_ALL.where(col(ChunkRow.seq).in_(bindparam("seqs", expanding=True)))
 _THREAD_OF_CHUNK: Final = (
     select(col(ChunkRow.thread_id)).where(col(ChunkRow.chunk_id) == bindparam("chunk_id")).limit(1)
 )
@@ -228,165 +172,12 @@ def new_batch(
     return row
 
 
-def batch_view(batch: BatchRow) -> list[int] | None:
-    """The sequence numbers a batch made visible (``None``: every appended chunk)."""
-    if batch.view is None:
-        return None
-    view = load_json(batch.view, f"thread {batch.thread_id!r}, batch {batch.number}")
-    if not isinstance(view, list) or not all(isinstance(s, int) for s in view):
-        raise StoreError(f"thread {batch.thread_id!r}, batch {batch.number}: corrupt view")
-    return view
-
-
 # -- chunk rows ---------------------------------------------------------------------------
-
-
-class RowsRead:
-    """How many chunk rows with their content this process has read (for tests and tuning)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._count = 0
-
-    @property
-    def count(self) -> int:
-        return self._count
-
-    def add(self, rows: int) -> None:
-        with self._lock:
-            self._count += rows
-
-
-ROWS_READ: Final = RowsRead()
-"""Chunk rows read with their content, by every store of this process."""
-
-
-def _rows(session: Session, statement: Any, params: Mapping[str, Any]) -> Result[Any]:
-    """Run a chunk-row statement on the session's connection: rows without the ORM's layer."""
-    return session.connection().execute(statement, params)
-
-
-def _raw_rows(session: Session, statement: Any, params: Mapping[str, Any]) -> list[Any]:
-    """The DBAPI's own rows (tuples, no type processing) of a statement of plain columns:
-    a tenth of the cost per row, for reads of every row of a thread."""
-    result = session.connection().execute(statement, params)
-    try:
-        return list(result.cursor.fetchall())
-    finally:
-        result.close()
-
-
-def _counted(rows: list[Row[Any]]) -> list[Row[Any]]:
-    ROWS_READ.add(len(rows))
-    return rows
-
-
-def history_rows(session: Session, thread_id: str) -> Sequence[Row[Any]]:
-    """Every chunk row of the thread, in sequence order."""
-    return _counted(list(_rows(session, _HISTORY, {"thread_id": thread_id})))
-
-
-def visible_seqs(session: Session, batch: BatchRow) -> list[int]:
-    """The sequence numbers visible in ``batch`` now, in view order."""
-    view = batch_view(batch)
-    base = 0 if view is None else batch.base_seq
-    params = {"thread_id": batch.thread_id, "base_seq": base}
-    appended = list(_rows(session, _APPENDED_SEQS, params).scalars())
-    return appended if view is None else view + appended
-
-
-def visible_rows(session: Session, batch: BatchRow) -> list[Row[Any]]:
-    """The chunk rows visible in ``batch`` now, in view order."""
-    view = batch_view(batch)
-    params = {"thread_id": batch.thread_id, "base_seq": 0 if view is None else batch.base_seq}
-    appended = _counted(list(_rows(session, _APPENDED_ROWS, params)))
-    if view is None:
-        return appended
-    return _in_view_order(batch, view, rows_by_seq(session, batch.thread_id, view)) + appended
-
-
-def appended_since(
-    session: Session, thread_id: str, seq: int, tokenizer: str | None, renderer: str
-) -> tuple[tuple[Any, int], list[Row[Any]], dict[int, int]]:
-    """In one statement: the thread's ``(created_at, batch)``, the rows appended after
-    sequence number ``seq`` in order, and their counts stored under ``tokenizer`` (None:
-    none) and ``renderer``. :class:`ThreadNotFoundError` if there is no such thread."""
-    params = {"thread_id": thread_id, "base_seq": seq, "tokenizer": tokenizer, "renderer": renderer}
-    found = list(_rows(session, _APPENDED_SINCE, params))
-    if not found:
-        raise ThreadNotFoundError(thread_id)
-    version = (found[0].thread_created_at, found[0].thread_batch)
-    rows = _counted([row for row in found if row.seq is not None])
-    counts = {row.seq: row.stored_tokens for row in rows if row.stored_tokens is not None}
-    return version, rows, counts
-
-
-def visible_light_rows(session: Session, batch: BatchRow) -> list[tuple[Any, ...]]:
-    """``(seq, chunk_id, type, unit_key, unit_opener, pinned)`` of the rows visible in
-    ``batch``, in view order: what a paged build reads of every chunk (no content)."""
-    view = batch_view(batch)
-    params = {"thread_id": batch.thread_id, "base_seq": 0 if view is None else batch.base_seq}
-    appended = _raw_rows(session, _LIGHT_APPENDED, params)
-    if view is None:
-        return appended
-    found: dict[int, tuple[Any, ...]] = {}
-    if len(view) > 4 * _IN_CHUNK:
-        wanted = set(view)
-        rows = _raw_rows(session, _LIGHT_ALL, {"thread_id": batch.thread_id})
-        found = {r[0]: r for r in rows if r[0] in wanted}
-    else:
-        for part in _parts(view):
-            params = {"thread_id": batch.thread_id, "seqs": part}
-            found.update((r[0], r) for r in _raw_rows(session, _LIGHT_BY_SEQ, params))
-    return _in_view_order(batch, view, found) + appended
-
-
-def _in_view_order(batch: BatchRow, view: list[int], found: Mapping[int, R]) -> list[R]:
-    """The rows of ``view``'s sequence numbers in its order; a view naming a row that is
-    not stored is a corrupt database."""
-    missing = [s for s in view if s not in found]
-    if missing:
-        raise StoreError(
-            f"thread {batch.thread_id!r}, batch {batch.number}: the view names chunk "
-            f"#{missing[0]}, which is not stored"
-        )
-    return [found[s] for s in view]
-
-
-def _parts(values: Sequence[Any]) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(values), _IN_CHUNK):
-        yield values[start : start + _IN_CHUNK]
-
-
-def rows_by_seq(session: Session, thread_id: str, seqs: Sequence[int]) -> dict[int, Row[Any]]:
-    """The thread's chunk rows with these sequence numbers."""
-    if len(seqs) > 4 * _IN_CHUNK:
-        wanted = set(seqs)
-        rows = _rows(session, _ALL_ROWS, {"thread_id": thread_id})
-        by_seq = {r.seq: r for r in rows if r.seq in wanted}
-        ROWS_READ.add(len(by_seq))
-        return by_seq
-    found: dict[int, Row[Any]] = {}
-    for part in _parts(seqs):
-        rows = _rows(session, _ROWS_BY_SEQ, {"thread_id": thread_id, "seqs": part})
-        found.update((r.seq, r) for r in _counted(list(rows)))
-    return found
-
-
-def rows_by_chunk_id(
-    session: Session, thread_id: str, chunk_ids: Sequence[str]
-) -> dict[str, Row[Any]]:
-    """The thread's chunk rows with these chunk ids."""
-    found: dict[str, Row[Any]] = {}
-    for part in _parts(chunk_ids):
-        rows = _rows(session, _ROWS_BY_ID, {"thread_id": thread_id, "ids": part})
-        found.update((r.chunk_id, r) for r in rows)
-    return found
 
 
 def chunk_not_found(session: Session, thread_id: str, chunk_id: str) -> ChunkNotFoundError:
     """The error for a chunk id the thread does not hold, saying if another thread holds it."""
-    elsewhere = _rows(session, _THREAD_OF_CHUNK, {"chunk_id": chunk_id}).first() is not None
+    elsewhere = rows_of(session, _THREAD_OF_CHUNK, {"chunk_id": chunk_id}).first() is not None
     message = f"thread {thread_id!r} has no chunk with id {chunk_id!r}"
     if elsewhere:
         message += " (a chunk with that id belongs to another thread)"
@@ -590,8 +381,8 @@ def counts_by_seq(
     """The stored token counts of these chunks under one tokenizer and renderer chain."""
     found: dict[int, int] = {}
     params = {"thread_id": thread_id, "tokenizer": tokenizer, "renderer": renderer}
-    for part in _parts(seqs):
-        found.update(_raw_rows(session, _COUNTS_BY_SEQ, {**params, "seqs": part}))
+    for part in in_parts(seqs):
+        found.update(raw_rows(session, _COUNTS_BY_SEQ, {**params, "seqs": part}))
     return found
 
 

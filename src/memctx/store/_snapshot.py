@@ -58,14 +58,16 @@ from memctx.store._queries import (
     check_thread_id,
     get_batch,
     get_thread,
-    history_rows,
     insert_chunks,
     metadata_of,
     record_event,
     thread_batches,
-    visible_seqs,
 )
 from memctx.store._records import SNAPSHOT_IMPORTED
+from memctx.store._row_reads import (
+    history_rows,
+    visible_seqs,
+)
 from memctx.store._schema import (
     ORIGINS,
     BatchRow,

@@ -26,17 +26,19 @@ from memctx.store._queries import (
     check_thread_id,
     get_batch,
     get_thread,
-    history_rows,
     merge_metadata,
     metadata_of,
     prepare_chunks,
     record_event,
     thread_batches,
     thread_events,
+)
+from memctx.store._records import Batch, StoredChunk, StoreEvent, ThreadInfo
+from memctx.store._row_reads import (
+    history_rows,
     visible_rows,
     visible_seqs,
 )
-from memctx.store._records import Batch, StoredChunk, StoreEvent, ThreadInfo
 from memctx.store._schema import BatchRow, ThreadRow, load_json, row_to_chunk
 
 MakeChunks: TypeAlias = Callable[

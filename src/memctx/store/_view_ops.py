@@ -35,13 +35,15 @@ from memctx.store._queries import (
     new_batch,
     prepare_chunks,
     record_event,
-    rows_by_chunk_id,
     split_existing,
     store_new,
+)
+from memctx.store._records import VIEW_CHANGED
+from memctx.store._row_reads import (
+    rows_by_chunk_id,
     visible_rows,
     visible_seqs,
 )
-from memctx.store._records import VIEW_CHANGED
 from memctx.store._schema import ThreadRow, row_to_chunk
 
 _error = message_error(ViewOperationError)
