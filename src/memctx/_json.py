@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from typing import Any, NoReturn, TypeAlias
+from typing import Any, ClassVar, NoReturn, TypeAlias
 
 from memctx._limits import MAX_INT_DIGITS, MAX_JSON_DEPTH, int_too_large
 
@@ -19,28 +19,39 @@ JSONValue: TypeAlias = (
 )
 
 
-class FrozenDict(dict[str, Any]):
+class ReadOnlyDict(dict[str, Any]):
     """A ``dict`` that cannot be changed after construction.
 
     It is a real ``dict`` subclass so that :func:`json.dumps` serialises it
-    natively; every mutating method raises :class:`TypeError`.
+    natively; every mutating method raises :class:`TypeError` saying ``changed``.
     """
 
+    __slots__ = ()
+    changed: ClassVar[str] = "this mapping cannot be changed"
+
+    def _read_only(self, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError(self.changed)
+
+    __setitem__ = _read_only
+    __delitem__ = _read_only
+    __ior__ = _read_only
+    clear = _read_only
+    pop = _read_only
+    popitem = _read_only
+    setdefault = _read_only
+    update = _read_only
+
+    def __reduce__(self) -> tuple[type[ReadOnlyDict], tuple[dict[str, Any]]]:
+        return type(self), (dict(self),)
+
+
+class FrozenDict(ReadOnlyDict):
+    """Chunk content and metadata: a :class:`ReadOnlyDict` that is also hashable."""
+
     __slots__ = ("_depth", "_hash")
+    changed = "chunk content and metadata are immutable"
     _hash: int
     _depth: int  # how deep its arrays and objects nest (itself included), set by freeze_json
-
-    def _readonly(self, *args: object, **kwargs: object) -> NoReturn:
-        raise TypeError("chunk content and metadata are immutable")
-
-    __setitem__ = _readonly
-    __delitem__ = _readonly
-    __ior__ = _readonly
-    clear = _readonly
-    pop = _readonly
-    popitem = _readonly
-    setdefault = _readonly
-    update = _readonly
 
     def __hash__(self) -> int:  # type: ignore[override]
         try:
@@ -52,9 +63,6 @@ class FrozenDict(dict[str, Any]):
 
     def __repr__(self) -> str:
         return f"FrozenDict({dict.__repr__(self)})"
-
-    def __reduce__(self) -> tuple[type[FrozenDict], tuple[dict[str, Any]]]:
-        return (FrozenDict, (dict(self),))
 
 
 class NotJSONError(ValueError):

@@ -12,7 +12,7 @@ from memctx._group import Grouped
 from memctx._message import ContextMessage
 from memctx._options import BuildOptions
 from memctx._prefix import shared_messages, shared_prefix_tokens
-from memctx._result import ContextBuildResult, Exclusion, ExclusionReason, ReadOnlyDict
+from memctx._result import ContextBuildResult, Exclusion, ExclusionReason, ReportDict
 from memctx._segments import RenderedChunk
 from memctx.typing import Tokenizer
 
@@ -35,11 +35,11 @@ class ExclusionReport:
         self._included = included
         self._tokens = tokens
 
-    def __call__(self) -> tuple[tuple[str, ...], dict[str, Exclusion]]:
+    def __call__(self) -> tuple[tuple[str, ...], ReportDict]:
         candidates, included, tokens = self._candidates, self._included, self._tokens
         items = candidates.items
         excluded: list[str] = []
-        exclusions: dict[str, Exclusion] = {}
+        exclusions: list[tuple[str, Exclusion]] = []
         for position in range(candidates.length):
             if position in included:
                 continue
@@ -47,8 +47,8 @@ class ExclusionReport:
             reason = candidates.reason(position) or ExclusionReason.OVER_BUDGET
             counted = tokens.get(chunk_id) if reason is ExclusionReason.OVER_BUDGET else None
             excluded.append(chunk_id)
-            exclusions[chunk_id] = Exclusion(chunk_id, reason, counted)
-        return tuple(excluded), exclusions
+            exclusions.append((chunk_id, Exclusion(chunk_id, reason, counted)))
+        return tuple(excluded), ReportDict(exclusions)
 
 
 def report(
@@ -73,7 +73,7 @@ def report(
     included = sorted(selection.body + selection.system)
     included_chunks = tuple(items[p] for p in included)
     measured = [*included, *selection.measured_excluded]
-    chunk_tokens = ReadOnlyDict([(items[p].id, measure(p)) for p in measured])  # made once
+    chunk_tokens = ReportDict([(items[p].id, measure(p)) for p in measured])  # made once
     # Left-out chunks report what this build knew of them when it returned.
     excluded_tokens = dict(chunk_tokens)
     for position in selection.refused:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping
-from typing import Any, NoReturn
+from typing import Any
 
 import attrs
 
@@ -12,36 +12,22 @@ from memctx._chunk import Chunk
 from memctx._compression_report import CompressionReport
 from memctx._exceptions import BuildOptionError
 from memctx._inspect_types import ChunkXml
+from memctx._json import ReadOnlyDict
 from memctx._message import ContextMessage
 from memctx._provider_turns import AddedTurns, TurnOptions
 from memctx._state import MemoryState
 
 
-class ReadOnlyDict(dict[str, Any]):
-    """A result's mapping: a real ``dict`` (``json.dumps`` takes it) that cannot change,
-    so no result's report can be altered through another's."""
+class ReportDict(ReadOnlyDict):
+    """A result's mapping: no result's report can be altered through another's."""
 
     __slots__ = ()
-
-    def _read_only(self, *args: object, **kwargs: object) -> NoReturn:
-        raise TypeError("a build result never changes; copy it with dict(...) to edit it")
-
-    __setitem__ = _read_only
-    __delitem__ = _read_only
-    __ior__ = _read_only
-    clear = _read_only
-    pop = _read_only
-    popitem = _read_only
-    setdefault = _read_only
-    update = _read_only
-
-    def __reduce__(self) -> tuple[type[ReadOnlyDict], tuple[dict[str, Any]]]:
-        return ReadOnlyDict, (dict(self),)
+    changed = "a build result never changes; copy it with dict(...) to edit it"
 
 
-def read_only(mapping: Mapping[str, Any]) -> ReadOnlyDict:
-    """``mapping`` as a :class:`ReadOnlyDict` (itself when it is one)."""
-    return mapping if type(mapping) is ReadOnlyDict else ReadOnlyDict(mapping)
+def read_only(mapping: Mapping[str, Any]) -> ReportDict:
+    """``mapping`` as a :class:`ReportDict` (itself when it is one)."""
+    return mapping if type(mapping) is ReportDict else ReportDict(mapping)
 
 
 class ExclusionReason(enum.StrEnum):
@@ -68,7 +54,7 @@ class Exclusion:
     tokens: int | None = None
 
 
-ExclusionSource = Callable[[], tuple[tuple[str, ...], dict[str, "Exclusion"]]]
+ExclusionSource = Callable[[], tuple[tuple[str, ...], Mapping[str, "Exclusion"]]]
 
 
 @attrs.frozen
@@ -125,7 +111,7 @@ class ContextBuildResult:
     )
     _lazy: dict[str, Any] = attrs.field(factory=dict, init=False, repr=False, eq=False)
 
-    def _exclusions(self) -> tuple[tuple[str, ...], dict[str, Exclusion]]:
+    def _exclusions(self) -> tuple[tuple[str, ...], Mapping[str, Exclusion]]:
         found = self._lazy.get("exclusions")
         if found is None:
             ids, exclusions = self._exclusions_source() if self._exclusions_source else ((), {})

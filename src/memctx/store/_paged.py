@@ -31,7 +31,7 @@ budget — is built from every visible row, as before (:mod:`._build`).
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Generator, Hashable, Iterable, Sequence
+from collections.abc import Callable, Generator, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -40,7 +40,7 @@ from memctx._builder import ContextBuilder
 from memctx._chunk import Chunk, ChunkType
 from memctx._exceptions import StoreError
 from memctx._options import BuildOptions
-from memctx._result import ContextBuildResult, Exclusion, ExclusionReason
+from memctx._result import ContextBuildResult, Exclusion, ExclusionReason, ReportDict
 from memctx._state import MemoryState
 from memctx.store._paged_thread import PagedThread, Start, read_rows, read_start
 from memctx.typing import Tokenizer
@@ -185,11 +185,11 @@ class PagedExclusions:
         self._filters = filters
         self._inner = inner
 
-    def __call__(self) -> tuple[tuple[str, ...], dict[str, Exclusion]]:
+    def __call__(self) -> tuple[tuple[str, ...], Mapping[str, Exclusion]]:
         inner = self._inner.exclusions
         included = set(self._inner.included_chunk_ids)
         excluded: list[str] = []
-        exclusions: dict[str, Exclusion] = {}
+        exclusions: list[tuple[str, Exclusion]] = []
         ids, reason = self._ids, self._filters.reason
         for i in range(self._length):
             chunk_id = ids[i]
@@ -197,8 +197,10 @@ class PagedExclusions:
                 continue
             found = inner.get(chunk_id)
             excluded.append(chunk_id)
-            exclusions[chunk_id] = found if found is not None else Exclusion(chunk_id, reason(i))
-        return tuple(excluded), exclusions
+            exclusions.append(
+                (chunk_id, found if found is not None else Exclusion(chunk_id, reason(i)))
+            )
+        return tuple(excluded), ReportDict(exclusions)
 
 
 @attrs.frozen
