@@ -26,7 +26,7 @@ from memctx._builder import ContextBuilder, create_builder
 from memctx._chunk import Chunk, ChunkType
 from memctx._compaction import CompactionPolicy, CompactionReport
 from memctx._compression_report import CompressionReport
-from memctx._exceptions import StoreArgumentError, StoreError, ThreadExistsError
+from memctx._exceptions import StoreError, ThreadExistsError
 from memctx._options import parse_build_options
 from memctx._progress import Progress
 from memctx._result import ContextBuildResult
@@ -110,13 +110,7 @@ class AsyncMemoryStore:
 
     def _builder_for(self, builder: ContextBuilder | None) -> ContextBuilder:
         """``builder``, or :attr:`builder` when None; anything else is refused."""
-        if builder is None:
-            return self.builder
-        if not isinstance(builder, ContextBuilder):
-            raise StoreArgumentError(
-                f"builder: must be a ContextBuilder, got {type(builder).__name__}"
-            )
-        return builder
+        return _build.builder_to_use(builder, lambda: self.builder)
 
     async def close(self) -> None:
         """Close every connection. The store must not be used afterwards."""

@@ -30,6 +30,7 @@ from sqlmodel import Session
 
 from memctx._builder import ContextBuilder
 from memctx._chunk import Chunk
+from memctx._exceptions import StoreArgumentError
 from memctx._options import BuildOptions
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
@@ -144,6 +145,16 @@ class Built:
     counted: dict[int, int]
     payload: dict[str, Any]
     state: BuiltState | None
+
+
+def builder_to_use(given: object, default: Callable[[], ContextBuilder]) -> ContextBuilder:
+    """``given``, or ``default()`` when it is None; :class:`StoreArgumentError` for
+    anything that is not a builder."""
+    if given is None:
+        return default()
+    if not isinstance(given, ContextBuilder):
+        raise StoreArgumentError(f"builder: must be a ContextBuilder, got {type(given).__name__}")
+    return given
 
 
 def tokenizer_key(tokenizer: object) -> str | None:
