@@ -11,6 +11,7 @@ from memctx._inspect_data import report_data
 from memctx._inspect_page import render_page
 from memctx._inspect_types import BuildReport, ChunkXml
 from memctx._state import MemoryState
+from memctx._validators import is_tokenizer
 from memctx.typing import Tokenizer
 
 
@@ -80,5 +81,5 @@ def _check_arguments(
     for name, text in (("previous_label", previous_label), ("title", title)):
         if text is not None and not isinstance(text, str):
             raise InspectError(f"{name}: must be text, got {type(text).__name__}")
-    if tokenizer is not None and not all(hasattr(tokenizer, m) for m in ("name", "count")):
+    if tokenizer is not None and not is_tokenizer(tokenizer):
         raise InspectError(f"tokenizer: must be a Tokenizer, got {tokenizer!r}")

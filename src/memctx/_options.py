@@ -15,8 +15,9 @@ from memctx._provider_turns import (
     PROVIDERS,
     Provider,
     TurnOptions,
+    is_turn_text,
 )
-from memctx._validators import int_in_range, is_bool, is_str, optional
+from memctx._validators import int_in_range, is_bool, is_str, is_tokenizer, optional
 from memctx.typing import Tokenizer
 from memctx.xml import sanitize
 
@@ -73,12 +74,9 @@ def _check_strategy(instance: object, attribute: attrs.Attribute[Any], value: ob
         )
 
 
-_TOKENIZER_MEMBERS: Final = ("name", "exact", "count", "count_messages")
-
-
 def check_tokenizer(value: object) -> None:
     """Raise :class:`BuildOptionError` unless ``value`` is None or has a Tokenizer's members."""
-    if value is not None and not all(hasattr(value, m) for m in _TOKENIZER_MEMBERS):
+    if value is not None and not is_tokenizer(value):
         raise BuildOptionError(
             "tokenizer",
             f"{value!r} is not a Tokenizer (needs name, exact, count and count_messages); "
@@ -106,7 +104,7 @@ def _check_provider(instance: object, attribute: attrs.Attribute[Any], value: ob
 
 
 def _check_turn(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and (not isinstance(value, str) or not value.strip()):
+    if value is not None and not is_turn_text(value):
         raise BuildOptionError(attribute.name, f"must be a non-blank string, got {value!r}")
 
 

@@ -69,6 +69,11 @@ class TurnOptions:
         )
 
 
+def is_turn_text(value: object) -> bool:
+    """Whether ``value`` can be an added turn's text: a string that is not blank."""
+    return isinstance(value, str) and bool(value.strip())
+
+
 def added_turns(
     roles: Iterable[Role],
     provider: Provider,
@@ -88,7 +93,7 @@ def added_turns(
     if provider not in PROVIDERS:
         raise ValueError(f"unknown provider {provider!r}; choose one of {', '.join(PROVIDERS)}")
     for name, text in (("opening_turn", opening_turn), ("closing_turn", closing_turn)):
-        if not isinstance(text, str) or not text.strip():
+        if not is_turn_text(text):
             raise ValueError(f"{name} must be a non-blank string, got {text!r}")
     body = [role for role in roles if role != "system"]
     if provider == "openai" or not body:

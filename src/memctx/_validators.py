@@ -276,13 +276,20 @@ def require_store(store: object) -> None:
         )
 
 
+TOKENIZER_MEMBERS = ("name", "exact", "count", "count_messages")
+
+
+def is_tokenizer(value: object) -> bool:
+    """Whether ``value`` has what a :class:`~memctx.typing.Tokenizer` must have."""
+    return all(hasattr(value, member) for member in TOKENIZER_MEMBERS)
+
+
 def check_counting_tools(
     tokenizer: object, builder: object, error: Callable[[str], Exception]
 ) -> None:
     """``tokenizer`` and ``builder`` (each may be None) must be a Tokenizer and a
     ContextBuilder; otherwise ``error(message)`` is raised."""
-    members = ("name", "exact", "count", "count_messages")
-    if tokenizer is not None and not all(hasattr(tokenizer, m) for m in members):
+    if tokenizer is not None and not is_tokenizer(tokenizer):
         shown = describe(tokenizer)
         raise error(f"tokenizer: {shown} is not a Tokenizer; use memctx.create_tokenizer(model)")
     if builder is not None and not hasattr(builder, "render_chunk"):

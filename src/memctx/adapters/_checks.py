@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memctx._exceptions import AdapterError
+from memctx._provider_turns import is_turn_text
 
 TOOL_MODES = ("text", "native")
 """The ``tools=`` values every adapter takes."""
@@ -24,7 +25,7 @@ def check_flag(name: str, value: object, *, optional: bool = False) -> None:
 
 def check_turn_text(name: str, value: object) -> None:
     """An added turn's text: None (the default) or a non-blank string."""
-    if value is not None and (not isinstance(value, str) or not value.strip()):
+    if value is not None and not is_turn_text(value):
         raise AdapterError(f"{name}: must be a non-blank string, got {value!r}")
 
 
