@@ -6,7 +6,7 @@ Each run is replayed chunk by chunk; before every model call (every
 assistant-role chunk, which the model is about to write) the history so far
 is built at 8k and 32k tokens of gpt-4o. For each request the tokens it
 shares with the previous request's start are counted exactly
-(``memctx._prefix.shared_prefix_tokens``). Steady state is every build after
+(``memctx._render.prefix.shared_prefix_tokens``). Steady state is every build after
 the first time the history did not fit.
 
 Billed input, in units of full-price input tokens, per request at steady
@@ -35,7 +35,7 @@ from memctx import (
     create_builder,
     create_tokenizer,
 )
-from memctx._prefix import shared_prefix_tokens
+from memctx._render.prefix import shared_prefix_tokens
 
 BUDGETS = (8_000, 32_000)
 STRATEGIES = ("recent", "stable", "trim_messages")

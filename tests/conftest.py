@@ -10,7 +10,7 @@ import pytest
 
 from chromium import Chromium, find_chromium
 from memctx import ContextBuilder, MemoryState, chunks, create_builder, create_tokenizer
-from memctx._tokens import EstimatingTokenizer, TiktokenTokenizer
+from memctx._render.tokens import EstimatingTokenizer, TiktokenTokenizer
 
 FIXED_TIME = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
 

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from memctx import BudgetExceededError, Chunk, MemoryState, create_builder
-from memctx._history_shape import history_shape
-from memctx._tokens import Tokenizer
-from memctx._units import unit_role
+from memctx._render.tokens import Tokenizer
+from memctx._units import history_shape, unit_role
 from memctx.compaction import is_compaction_summary
 
 

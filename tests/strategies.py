@@ -19,7 +19,7 @@ import attrs
 from hypothesis import strategies as st
 
 from memctx import Chunk, ChunkMetadata, ChunkType, MemoryState, chunks
-from memctx._limits import PRIORITY_MAX, PRIORITY_MIN
+from memctx._validators import PRIORITY_MAX, PRIORITY_MIN
 
 # -- text ------------------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ rendering, build options, the OpenAI importer. The store's entry points are in
 ``tests/store/test_store_bad_inputs.py`` (both backends), the command line's in
 ``tests/store/test_store_cli_bad_files.py``.
 
-The limits (``memctx._limits``) are written out as numbers here on purpose: a
+The limits (``memctx._validators``) are written out as numbers here on purpose: a
 test states what a user may rely on, not what the code happens to define.
 """
 

@@ -24,7 +24,7 @@ from memctx import (
     chunks,
     create_builder,
 )
-from memctx._tokens import TiktokenTokenizer
+from memctx._render.tokens import TiktokenTokenizer
 from memctx.xml import render_element
 
 

@@ -18,8 +18,8 @@ from click.testing import Result
 
 from cli_results import ok, one_error_line, run
 from memctx import BuildOptions, load_state
-from memctx._cli_options import BUILD_OPTION_NAMES
 from memctx.cli import COMMANDS, main
+from memctx.cli._options import BUILD_OPTION_NAMES
 
 ROOT = Path(__file__).parent.parent
 EXAMPLE = ROOT / "examples" / "coding_agent.json"
@@ -475,6 +475,6 @@ class TestVersionAndEntryPoints:
 def test_example_state_is_what_the_package_ships() -> None:
     from importlib.resources import files
 
-    shipped = (files("memctx") / "_examples" / "coding_agent.json").read_bytes()
+    shipped = (files("memctx.cli") / "_examples" / "coding_agent.json").read_bytes()
     assert shipped == EXAMPLE.read_bytes()
     assert load_state(EXAMPLE).thread_id is not None

@@ -17,8 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memctx import MemoryState, chunks
-from memctx._cli_progress import count_items, dumps_json_counted, progress_bar
-from memctx._cli_support import progress, set_quiet, working
+from memctx.cli._progress import count_items, dumps_json_counted, progress_bar
+from memctx.cli._support import progress, set_quiet, working
 from memctx.statefile import save_state
 from memctx.store import MemoryStore
 from strategies import json_values, texts

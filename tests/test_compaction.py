@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from invariants import assert_builds_within, assert_lawful
 from memctx import Chunk, CompactionError, MemoryState, chunks, create_builder
-from memctx._tokens import TiktokenTokenizer
+from memctx._render.tokens import TiktokenTokenizer
 from memctx.compaction import (
     CompactionPolicy,
     ExtractiveSummarizer,

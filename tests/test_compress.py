@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from invariants import assert_builds_within, assert_lawful
 from memctx import CompressionError, MemoryState, chunks
-from memctx._tokens import TiktokenTokenizer
+from memctx._render.tokens import TiktokenTokenizer
 from memctx.compress import (
     MaxChars,
     MaxChunks,

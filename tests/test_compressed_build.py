@@ -18,8 +18,8 @@ from memctx import (
     chunks,
     create_builder,
 )
-from memctx._prefix import shared_prefix_tokens
-from memctx._tokens import TiktokenTokenizer
+from memctx._render.prefix import shared_prefix_tokens
+from memctx._render.tokens import TiktokenTokenizer
 from memctx.compress import MaxChars, TrimToolOutputs
 from strategies import agent_runs
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from memctx import CompactionError, MemoryState, chunks
-from memctx._tokens import TiktokenTokenizer
+from memctx._render.tokens import TiktokenTokenizer
 from memctx.compaction import CompactionPolicy, ExtractiveSummarizer, compact, is_compaction_summary
 from memctx.importers import load_openai_transcript
 

@@ -22,9 +22,9 @@ from memctx import (
     chunks,
     create_builder,
 )
-from memctx._inspect_data import report_data, row_xml, unit_key
-from memctx._inspect_page import embed_json
-from memctx._prefix import shared_prefix_tokens
+from memctx._render.prefix import shared_prefix_tokens
+from memctx.inspect._data import report_data, row_xml, unit_key
+from memctx.inspect._page import embed_json
 from strategies import texts
 
 

@@ -27,7 +27,7 @@ from memctx import (
     create_builder,
     load_state,
 )
-from memctx._prefix import shared_prefix_tokens
+from memctx._render.prefix import shared_prefix_tokens
 from strategies import adversarial_text
 
 ROOT = Path(__file__).parent.parent

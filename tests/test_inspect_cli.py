@@ -87,10 +87,10 @@ class TestInspect:
         )  # fmt: skip
 
     def test_has_every_option_of_memctx_build_and_its_own_format(self) -> None:
-        from memctx._cli_inspect import inspect
-        from memctx.cli import build
-        from memctx.store.cli import build as thread_build
-        from memctx.store.cli import thread_inspect
+        from memctx.cli._inspect import inspect
+        from memctx.cli._main import build
+        from memctx.cli._thread import build as thread_build
+        from memctx.cli._thread import thread_inspect
 
         def names(command: Any) -> set[str]:
             return {param.name for param in command.params}

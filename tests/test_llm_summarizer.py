@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memctx import Chunk, CompactionError, MemoryState, chunks
-from memctx._tokens import TiktokenTokenizer
+from memctx._render.tokens import TiktokenTokenizer
 from memctx.compaction import LLMSummarizer, compact
 
 Messages = list[dict[str, str]]

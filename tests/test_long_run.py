@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from memctx import ChunkType, MemoryState, create_builder
-from memctx._tokens import TiktokenTokenizer
+from memctx._render.tokens import TiktokenTokenizer
 from memctx.compaction import CompactionPolicy, ExtractiveSummarizer
 from memctx.compress import MaxChars, TrimToolOutputs, compress
 from memctx.importers import load_openai_transcript

@@ -27,7 +27,7 @@ from memctx import (
     Role,
     chunks,
 )
-from memctx._plugins import (
+from memctx._render.plugins import (
     ENTRY_POINT_GROUP,
     PluginSpec,
     find_renderer_plugins,

@@ -18,8 +18,8 @@ from memctx import (
     create_builder,
     create_tokenizer,
 )
-from memctx._prefix import shared_messages, shared_prefix_tokens
-from memctx._tokens import EstimatingTokenizer
+from memctx._render.prefix import shared_messages, shared_prefix_tokens
+from memctx._render.tokens import EstimatingTokenizer
 
 # Stand-ins for the tokens that open a message, separate its role from its content
 # and close it: together the 3 tokens per message of OpenAI's counting recipe.

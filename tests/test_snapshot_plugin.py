@@ -72,7 +72,7 @@ def snapshot_files(root: Path, folder: str = "snapshots") -> dict[str, bytes]:
     }
 
 
-PLUGINS = ("-p", "syrupy", "-p", "memctx.pytest_plugin")
+PLUGINS = ("-p", "syrupy", "-p", "memctx.snapshot.pytest_plugin")
 
 
 @pytest.fixture(autouse=True)
@@ -433,7 +433,7 @@ class TestFixture:
 
     def test_plugin_does_not_break_pytest_without_syrupy(self, pytester: pytest.Pytester) -> None:
         pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
-        result = pytester.runpytest_subprocess("-p", "memctx.pytest_plugin")
+        result = pytester.runpytest_subprocess("-p", "memctx.snapshot.pytest_plugin")
         result.assert_outcomes(passed=1)
 
 

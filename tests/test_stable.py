@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from histories import agent_histories
 from memctx import MemctxError, MemoryState, chunks, create_builder, create_tokenizer
-from memctx._select_stable import LOW_WATER
+from memctx._build.select_stable import LOW_WATER
 from memctx.statefile import dumps_state, loads_state
 
 GPT4O = create_tokenizer("gpt-4o")

@@ -14,9 +14,9 @@ from memctx import (
     Tokenizer,
     TokenizerError,
     UnknownModelError,
-    _tokens,
     create_tokenizer,
 )
+from memctx._render import tokens as _tokens
 
 # The six messages of OpenAI's cookbook "How to count tokens with tiktoken";
 # it publishes 129 prompt tokens for gpt-3.5-turbo/gpt-4 and 124 for gpt-4o.

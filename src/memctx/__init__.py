@@ -3,9 +3,9 @@
 import typing as _typing
 
 from memctx import chunks
-from memctx._builder import ContextBuilder, create_builder
-from memctx._chunk import Chunk, ChunkMetadata, ChunkType, Role
-from memctx._declared import DeclaredRenderer, Element
+from memctx._build.builder import ContextBuilder, create_builder
+from memctx._build.options import BuildOptions
+from memctx._chunk import Chunk, ChunkMetadata, ChunkType, ContextMessage, Role
 from memctx._exceptions import (
     AdapterError,
     BudgetExceededError,
@@ -38,12 +38,11 @@ from memctx._exceptions import (
     UnsupportedVersionError,
     ViewOperationError,
 )
-from memctx._message import ContextMessage
-from memctx._options import BuildOptions
-from memctx._rendering import GenericRenderer, RendererRegistry, renderer_cache_key
+from memctx._render.declared import DeclaredRenderer, Element
+from memctx._render.registry import GenericRenderer, RendererRegistry, renderer_cache_key
+from memctx._render.tokens import EstimatingTokenizer, TiktokenTokenizer, create_tokenizer
 from memctx._result import ContextBuildResult, Exclusion, ExclusionReason
 from memctx._state import MemoryState
-from memctx._tokens import EstimatingTokenizer, TiktokenTokenizer, create_tokenizer
 from memctx.statefile import load_state, save_state
 from memctx.typing import ChunkRenderer, Tokenizer
 

@@ -1,19 +1,29 @@
-"""The chunk: one typed, immutable piece of an agent's memory."""
+"""The chunk, one typed and immutable piece of an agent's memory, and the message
+of a build that holds chunks of one role."""
 
 from __future__ import annotations
 
 import datetime as _dt
 import enum
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal, TypeAlias, get_args
 
 import attrs
 
 from memctx._exceptions import InvalidChunkError
 from memctx._json import FrozenDict, NotJSONError, dumps, freeze_json
-from memctx._limits import MAX_CHUNK_ID_LENGTH, MAX_KIND_LENGTH, PRIORITY_MAX, PRIORITY_MIN
-from memctx._validators import describe, int_in_range, is_bool, non_empty_str, optional
+from memctx._validators import (
+    MAX_CHUNK_ID_LENGTH,
+    MAX_KIND_LENGTH,
+    PRIORITY_MAX,
+    PRIORITY_MIN,
+    describe,
+    int_in_range,
+    is_bool,
+    non_empty_str,
+    optional,
+)
 
 Role: TypeAlias = Literal["system", "user", "assistant"]
 """A chat role, as chat-completion APIs name them."""
@@ -219,3 +229,20 @@ class Chunk:
         if content is None:
             return ""
         return dumps(content)
+
+
+def _to_tuple(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
+@attrs.frozen
+class ContextMessage:
+    """One chat message: its ``role``, its ``content`` and the ids of the chunks it holds."""
+
+    role: Role
+    content: str
+    chunk_ids: tuple[str, ...] = attrs.field(default=(), converter=_to_tuple)
+
+    def to_dict(self) -> dict[str, str]:
+        """Return ``{"role": ..., "content": ...}``."""
+        return {"role": self.role, "content": self.content}

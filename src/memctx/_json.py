@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, ClassVar, NoReturn, TypeAlias
 
-from memctx._limits import MAX_INT_DIGITS, MAX_JSON_DEPTH, int_too_large
+from memctx._validators import MAX_INT_DIGITS, MAX_JSON_DEPTH, int_too_large
 
 JSONValue: TypeAlias = (
     "str | int | float | bool | Mapping[str, JSONValue] | tuple[JSONValue, ...] | list[Any] | None"
@@ -78,8 +78,8 @@ def freeze_json(value: object, path: str) -> Any:
     """Return ``value`` as an immutable JSON value, or raise :class:`NotJSONError`.
 
     ``path`` names the value in error messages (``content.args[2]``). Arrays and
-    objects may nest at most :data:`~memctx._limits.MAX_JSON_DEPTH` deep, and
-    integers have at most :data:`~memctx._limits.MAX_INT_DIGITS` digits.
+    objects may nest at most :data:`~memctx._validators.MAX_JSON_DEPTH` deep, and
+    integers have at most :data:`~memctx._validators.MAX_INT_DIGITS` digits.
     """
     try:
         return _freeze(value, path, 0)[0]
@@ -163,7 +163,7 @@ def parse_json_text(text: str | bytes | bytearray) -> Any:
 
     Besides syntax errors: bytes that are not UTF-8, nesting too deep for the
     parser (arrays and objects are checked against the limit where the value
-    is used), and integers of more than :data:`~memctx._limits.MAX_INT_DIGITS` digits.
+    is used), and integers of more than :data:`~memctx._validators.MAX_INT_DIGITS` digits.
     """
     try:
         return json.loads(text)

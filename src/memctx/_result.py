@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from memctx._chunk import Chunk
-from memctx._compression_report import CompressionReport
+from memctx._build.turns import AddedTurns, TurnOptions
+from memctx._chunk import Chunk, ContextMessage
 from memctx._exceptions import BuildOptionError
-from memctx._inspect_types import ChunkXml
 from memctx._json import ReadOnlyDict
-from memctx._message import ContextMessage
-from memctx._provider_turns import AddedTurns, TurnOptions
 from memctx._state import MemoryState
+
+if TYPE_CHECKING:
+    from memctx.compress import CompressionReport
+    from memctx.inspect._types import ChunkXml
 
 
 class ReportDict(ReadOnlyDict):
@@ -207,9 +208,9 @@ class ContextBuildResult:
         Keywords: ``previous`` (an earlier build of the same history, to show
         what entered and left and the shared prefix), ``previous_state``,
         ``previous_label``, ``tokenizer`` (counts the shared prefix) and
-        ``title``; see :func:`memctx._inspect.report_html`.
+        ``title``; see :func:`memctx.inspect._report.report_html`.
         """
-        from memctx._inspect import report_html
+        from memctx.inspect._report import report_html
 
         return report_html(self, state, builder, **options)
 

@@ -11,9 +11,8 @@ import attrs
 
 from memctx._chunk import Chunk, ChunkType
 from memctx._exceptions import ChunkNotFoundError, DuplicateChunkError, InvalidChunkError
-from memctx._limits import MAX_THREAD_ID_LENGTH
 from memctx._units import UnitsIndex
-from memctx._validators import non_empty_str, optional
+from memctx._validators import MAX_THREAD_ID_LENGTH, non_empty_str, optional
 
 
 def _to_chunk_tuple(chunks: Iterable[Chunk]) -> tuple[Chunk, ...]:

@@ -2,6 +2,8 @@
 
 A unit is a tool or skill call and every result with its ``call_id``, or a
 ``spawn_subagent`` and every ``subagent_result`` of that ``subagent_id``.
+Builds keep or drop units whole; compression and compaction replace or cover
+them whole, and never touch a *protected* chunk (:func:`history_shape`).
 The index describes the chunk list and nothing else (no builder's
 configuration enters it), so the shared history owns it and extends it as
 chunks are added: an agent that appends and rebuilds never pays for the
@@ -11,7 +13,9 @@ whole history again, and a first build does not pay for it either.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+
+import attrs
 
 from memctx._chunk import Chunk, ChunkType
 
@@ -138,3 +142,41 @@ class UnitsIndex:
     def pending_openers(self) -> list[int]:
         """Positions of calls and spawns that have no result yet."""
         return sorted(self.pending)
+
+
+@attrs.frozen
+class HistoryShape:
+    """The units and protected positions of a sequence of chunks, as compression sees them.
+
+    *Protected* chunks are never dropped, changed or covered: SYSTEM chunks,
+    pinned chunks, and calls or spawns still waiting for their result, each
+    with its whole unit.
+    """
+
+    unit_of: dict[int, UnitKey]
+    members: dict[UnitKey, tuple[int, ...]]
+    pending: frozenset[int]
+    protected: frozenset[int]
+
+    def unit_members(self, position: int) -> tuple[int, ...]:
+        """Every position of ``position``'s unit (itself alone when it is in none)."""
+        key = self.unit_of.get(position)
+        return (position,) if key is None else self.members[key]
+
+    def closure(self, positions: Iterable[int]) -> set[int]:
+        """``positions`` with every other member of their units."""
+        found: set[int] = set()
+        for position in positions:
+            found.update(self.unit_members(position))
+        return found
+
+
+def history_shape(chunks: Sequence[Chunk]) -> HistoryShape:
+    """The units, the calls still waiting and the protected chunks of ``chunks``,
+    read from their :class:`UnitsIndex`."""
+    index = UnitsIndex()
+    index.extend_to(chunks, len(chunks))
+    members = {key: tuple(positions) for key, positions in index.members.items()}
+    shape = HistoryShape(dict(index.unit_of), members, frozenset(index.pending), frozenset())
+    seeds = [*index.system_positions, *index.pinned_positions, *index.pending]
+    return attrs.evolve(shape, protected=frozenset(shape.closure(seeds)))

@@ -22,8 +22,7 @@ from typing import Any
 
 from memctx._chunk import Chunk, ChunkMetadata, ChunkType, Role, new_chunk_id
 from memctx._exceptions import InvalidChunkError
-from memctx._limits import MAX_KIND_LENGTH
-from memctx._validators import is_bool, is_str, non_empty_str
+from memctx._validators import MAX_KIND_LENGTH, is_bool, is_str, non_empty_str
 
 __all__ = [
     "assistant",

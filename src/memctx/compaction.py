@@ -17,14 +17,14 @@ call still waiting for its result, a pinned chunk or a SYSTEM chunk is never
 covered. A second compaction folds the previous summary in.
 """
 
-from memctx._compaction import (
+from memctx.compress._compaction import (
     CompactionPolicy,
     CompactionReport,
     compact,
     is_compaction_summary,
 )
-from memctx._extractive import ExtractiveSummarizer
-from memctx._llm_summarizer import LLMSummarizer
+from memctx.compress._extractive import ExtractiveSummarizer
+from memctx.compress._llm_summarizer import LLMSummarizer
 from memctx.typing import Summarizer
 
 __all__ = [

@@ -13,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from memctx._chunk import Chunk, Role
-from memctx._message import ContextMessage
+from memctx._chunk import Chunk, ContextMessage, Role
 from memctx._state import MemoryState
 
 __all__ = ["ChunkRenderer", "Compressor", "Summarizer", "Tokenizer"]

@@ -44,7 +44,7 @@ from typing import Final, Literal, TypeAlias
 
 from lxml import etree
 
-from memctx._limits import XML_FORBIDDEN
+from memctx._validators import XML_FORBIDDEN
 
 __all__ = [
     "CONTENT_MODES",

@@ -4,7 +4,7 @@ It is a module of its own, outside the ``memctx`` package, so that a pytest
 session in an environment where memctx is installed without its ``pytest``
 extra imports nothing of memctx: it only checks whether syrupy is installed.
 
-- syrupy installed: loads :mod:`memctx.pytest_plugin` (the ``context_snapshot``
+- syrupy installed: loads :mod:`memctx.snapshot.pytest_plugin` (the ``context_snapshot``
   fixtures and the ``memctx_snapshot_dir`` ini option).
 - syrupy missing: defines ``context_snapshot`` and ``context_snapshot_builder``
   as fixtures that fail the test asking for them with
@@ -23,7 +23,7 @@ MISSING_SYRUPY = (
 )
 
 if importlib.util.find_spec("syrupy") is not None:
-    pytest_plugins = ["memctx.pytest_plugin"]
+    pytest_plugins = ["memctx.snapshot.pytest_plugin"]
 else:
 
     @pytest.fixture

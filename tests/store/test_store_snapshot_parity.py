@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memctx import Chunk
-from memctx._limits import STORE_FORBIDDEN
+from memctx._validators import STORE_FORBIDDEN
 from memctx.store import MemoryStore
 from strategies import any_chunks
 

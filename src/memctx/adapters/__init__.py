@@ -34,8 +34,7 @@ provider's own tool format instead) whose size no published formula gives,
 so it is not counted; expect it near the text form's count.
 """
 
-from memctx._exceptions import AdapterError, EmptyContextError, TurnMismatchError
-from memctx._provider_turns import (
+from memctx._build.turns import (
     CLOSING_TURN,
     OPENING_TURN,
     PROVIDERS,
@@ -44,6 +43,7 @@ from memctx._provider_turns import (
     TurnOptions,
     added_turns,
 )
+from memctx._exceptions import AdapterError, EmptyContextError, TurnMismatchError
 from memctx.adapters._anthropic import DECLARED_TOOL_DESCRIPTION, to_anthropic
 from memctx.adapters._checks import TOOL_MODES
 from memctx.adapters._conversation import ToolMapping, ToolMode, tool_mapping

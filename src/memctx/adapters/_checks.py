@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from memctx._build.turns import is_turn_text
 from memctx._exceptions import AdapterError
-from memctx._provider_turns import is_turn_text
 
 TOOL_MODES = ("text", "native")
 """The ``tools=`` values every adapter takes."""

@@ -27,10 +27,9 @@ from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 import attrs
 
-from memctx._chunk import ROLES, Chunk, ChunkType, Role
+from memctx._build.turns import TurnOptions
+from memctx._chunk import ROLES, Chunk, ChunkType, ContextMessage, Role
 from memctx._exceptions import AdapterError, EmptyContextError
-from memctx._message import ContextMessage
-from memctx._provider_turns import TurnOptions
 from memctx.adapters._checks import check_mode
 from memctx.adapters._ids import provider_id, provider_name
 from memctx.adapters._segments import split_segments

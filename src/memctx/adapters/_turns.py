@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from memctx._build.turns import CLOSING_TURN, OPENING_TURN, TurnOptions
 from memctx._exceptions import TurnMismatchError
-from memctx._provider_turns import CLOSING_TURN, OPENING_TURN, TurnOptions
 from memctx.adapters._checks import check_flag, check_turn_text
 from memctx.adapters._conversation import BuildResult, Source
 

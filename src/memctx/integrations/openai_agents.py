@@ -42,9 +42,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
 from memctx import chunks
+from memctx._build.options import parse_build_options
 from memctx._chunk import Chunk
 from memctx._exceptions import BuildOptionError, TranscriptError
-from memctx._options import parse_build_options
 from memctx._result import ContextBuildResult
 from memctx._validators import require_store
 from memctx.store import MemoryStore

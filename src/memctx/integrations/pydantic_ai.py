@@ -36,10 +36,10 @@ import json
 from typing import Any
 
 from memctx import MemoryState, chunks
-from memctx._builder import ContextBuilder, create_builder
+from memctx._build.builder import ContextBuilder, create_builder
+from memctx._build.options import parse_build_options
 from memctx._chunk import Chunk
 from memctx._exceptions import BuildOptionError, TranscriptError
-from memctx._options import parse_build_options
 from memctx._result import ContextBuildResult
 
 try:

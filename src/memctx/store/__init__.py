@@ -16,7 +16,7 @@
 See :class:`MemoryStore` for the whole API (:class:`AsyncMemoryStore` has the
 same methods, as coroutines) and :mod:`memctx.store._schema` for the tables.
 The names below are imported on first use, so that importing
-``memctx.store.cli`` (which every ``memctx`` command does) does not load
+``memctx.cli._thread`` (which every ``memctx`` command does) does not load
 SQLAlchemy.
 """
 

@@ -22,15 +22,15 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlmodel import Session
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from memctx._builder import ContextBuilder, create_builder
+from memctx._build.builder import ContextBuilder, create_builder
+from memctx._build.compress_report import CompressionReport
+from memctx._build.options import parse_build_options
 from memctx._chunk import Chunk, ChunkType
-from memctx._compaction import CompactionPolicy, CompactionReport
-from memctx._compression_report import CompressionReport
 from memctx._exceptions import StoreError, ThreadExistsError
-from memctx._options import parse_build_options
 from memctx._progress import Progress
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
+from memctx.compress._compaction import CompactionPolicy, CompactionReport
 from memctx.store import _build, _paged, _snapshot, _thread_ops, _view_ops
 from memctx.store._context_ops import compact_thread_async, compress_thread_async
 from memctx.store._engine import (

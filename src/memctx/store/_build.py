@@ -13,7 +13,7 @@ Three steps, so the build itself runs outside any transaction: read the
 visible chunks and their stored counts (:func:`load_build`), build with the
 counts seeded (:func:`build_loaded`, no I/O), then store the new counts and a
 ``context.built`` event (:func:`record_build`). The options are parsed by the
-core (:func:`memctx._options.parse_build_options`), as ``ContextBuilder.build``
+core (:func:`memctx._build.options.parse_build_options`), as ``ContextBuilder.build``
 parses them.
 """
 
@@ -28,10 +28,10 @@ from typing import Any, TypeVar
 import attrs
 from sqlmodel import Session
 
-from memctx._builder import ContextBuilder
+from memctx._build.builder import ContextBuilder
+from memctx._build.options import BuildOptions
 from memctx._chunk import Chunk
 from memctx._exceptions import StoreArgumentError
-from memctx._options import BuildOptions
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
 from memctx.store._paged import PagedBuilt, Read

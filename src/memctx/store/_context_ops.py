@@ -22,13 +22,13 @@ import datetime as dt
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Protocol, TypeVar
 
-from memctx._builder import ContextBuilder
+from memctx._build.builder import ContextBuilder
+from memctx._build.compress_report import CompressionReport, compressor_params
 from memctx._chunk import Chunk
-from memctx._compaction import CompactionPolicy, CompactionReport, compact
-from memctx._compression_report import CompressionReport, compressor_params
 from memctx._exceptions import CompactionError
 from memctx._state import MemoryState
 from memctx.compress import compress
+from memctx.compress._compaction import CompactionPolicy, CompactionReport, compact
 from memctx.store._records import ThreadInfo
 from memctx.typing import Compressor, Summarizer, Tokenizer
 

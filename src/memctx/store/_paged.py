@@ -36,10 +36,10 @@ from typing import Any
 
 import attrs
 
-from memctx._builder import ContextBuilder
+from memctx._build.builder import ContextBuilder
+from memctx._build.options import BuildOptions
 from memctx._chunk import Chunk, ChunkType
 from memctx._exceptions import StoreError
-from memctx._options import BuildOptions
 from memctx._result import ContextBuildResult, Exclusion, ExclusionReason, ReportDict
 from memctx._state import MemoryState
 from memctx.store._paged_thread import PagedThread, Start, read_rows, read_start
@@ -69,7 +69,7 @@ class Plan:
 
 
 class Filters:
-    """The build's filters over the light index (as :class:`memctx._filter.Candidates`)."""
+    """The build's filters over the light index (as :class:`memctx._build.filter.Candidates`)."""
 
     def __init__(self, thread: PagedThread, options: BuildOptions) -> None:
         excluded = {t.value for t in options.exclude_types}

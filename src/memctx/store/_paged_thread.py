@@ -18,7 +18,7 @@ from typing import Any
 import attrs
 from sqlmodel import Session
 
-from memctx._builder import ContextBuilder
+from memctx._build.builder import ContextBuilder
 from memctx._chunk import Chunk, ChunkType
 from memctx._state import MemoryState
 from memctx.store._queries import (

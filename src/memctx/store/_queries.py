@@ -32,8 +32,13 @@ from memctx._exceptions import (
     ThreadNotFoundError,
 )
 from memctx._json import NotJSONError, freeze_json, thaw_json
-from memctx._limits import MAX_KIND_LENGTH, MAX_THREAD_ID_LENGTH, NAME_FORBIDDEN
-from memctx._validators import message_error, name
+from memctx._validators import (
+    MAX_KIND_LENGTH,
+    MAX_THREAD_ID_LENGTH,
+    NAME_FORBIDDEN,
+    message_error,
+    name,
+)
 from memctx.store._row_reads import in_parts, raw_rows, rows_by_chunk_id, rows_of
 from memctx.store._schema import (
     BatchRow,

@@ -60,8 +60,8 @@ from sqlmodel import Field, SQLModel
 
 from memctx._chunk import Chunk
 from memctx._exceptions import InvalidChunkError, StateFileError, StoreError
-from memctx._limits import STORE_FORBIDDEN
 from memctx._units import unit_role
+from memctx._validators import STORE_FORBIDDEN
 from memctx.statefile import chunk_from_dict
 
 SCHEMA_VERSION: Final = 3

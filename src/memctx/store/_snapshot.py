@@ -43,10 +43,16 @@ from memctx._exceptions import (
     UnsupportedVersionError,
 )
 from memctx._json import NotJSONError, freeze_json, thaw_json
-from memctx._limits import MAX_KIND_LENGTH, NAME_FORBIDDEN
 from memctx._progress import Progress
 from memctx._state import MemoryState
-from memctx._validators import describe, int_in_range, name, state_file_error
+from memctx._validators import (
+    MAX_KIND_LENGTH,
+    NAME_FORBIDDEN,
+    describe,
+    int_in_range,
+    name,
+    state_file_error,
+)
 from memctx.statefile import (
     FORMAT_VERSION,
     chunk_from_dict,

@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy import Row
 from sqlmodel import Session
 
-from memctx._builder import ContextBuilder
+from memctx._build.builder import ContextBuilder
 from memctx._chunk import Chunk, ChunkType, Role
 from memctx._exceptions import StoreArgumentError, ViewOperationError
 from memctx._validators import describe, int_in_range, is_bool, message_error, non_empty_str

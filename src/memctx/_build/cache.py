@@ -1,0 +1,312 @@
+"""What a builder remembers about the histories it built, keyed weakly by shared history.
+
+Chunks never change and positions in a shared history never move, so a
+chunk's rendering under one renderer chain, and its token count under one
+tokenizer, are kept by position in lists that grow with the history. The
+builder owns these caches (a :class:`BuildCaches`); states and results hold
+none of them, and a history's cache goes when its last state goes.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Hashable
+from typing import Final, Protocol
+
+from memctx._chunk import Chunk, Role
+from memctx._result import ContextBuildResult
+from memctx._render.segments import PREFIX_CHARS_PER_TOKEN, RenderedChunk, safe_split_point
+from memctx._state import SharedHistory
+from memctx._units import UnitsIndex
+from memctx.typing import Tokenizer
+
+
+class HashedKey:
+    """A hashable key with its hash worked out once (a renderer chain's key is a deep tuple)."""
+
+    __slots__ = ("_hash", "key")
+
+    def __init__(self, key: Hashable) -> None:
+        self.key = key
+        self._hash = hash(key)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, HashedKey):
+            return NotImplemented
+        return self._hash == other._hash and self.key == other.key
+
+    def __repr__(self) -> str:
+        return f"HashedKey({self.key!r})"
+
+
+ChainKey = HashedKey
+"""Names a renderer chain: the cache keys of its renderers, in order, hashed once."""
+CountKey = tuple[ChainKey, Hashable]
+"""A renderer chain's key and a tokenizer's ``cache_key``."""
+
+OPTIONS_KEPT = 4
+"""Sets of build options remembered per history (the last build of each)."""
+
+
+class HistoryCache:
+    """Everything one builder remembers about one shared history."""
+
+    __slots__ = (
+        "by_options",
+        "counts",
+        "long_roles",
+        "older_units",
+        "partial_counts",
+        "renderings",
+    )
+
+    def __init__(self) -> None:
+        # By position: only the chunks a build reached (a cold build of a long history
+        # must not pay for its length).
+        self.renderings: dict[ChainKey, dict[int, RenderedChunk]] = {}
+        self.counts: dict[CountKey, dict[int, int]] = {}
+        # Long chunks counted in part: position -> (tokens counted, characters counted).
+        self.partial_counts: dict[CountKey, dict[int, tuple[int, int]]] = {}
+        # Roles of chunks not rendered (long ones, or counted already): position -> role.
+        self.long_roles: dict[ChainKey, dict[int, Role]] = {}
+        # A units index of an older state (the history indexes only its newest one).
+        self.older_units: tuple[int, UnitsIndex] | None = None
+        # Per set of options: the last build (length, result) and what its selector kept.
+        self.by_options: dict[Hashable, LastBuild] = {}
+
+    def units_index(self, history: SharedHistory, length: int) -> UnitsIndex:
+        """The units index of the first ``length`` chunks of ``history``."""
+        units = history.units
+        if units.length == length:
+            return units
+        if self.older_units is None or self.older_units[0] != length:
+            older = UnitsIndex()
+            older.extend_to(history.items, length)
+            self.older_units = (length, older)
+        return self.older_units[1]
+
+    def remember(self, key: Hashable, last: LastBuild) -> None:
+        """Keep ``last`` as the last build for ``key``, forgetting the oldest beyond the limit."""
+        builds = self.by_options
+        builds.pop(key, None)
+        builds[key] = last
+        while len(builds) > OPTIONS_KEPT:
+            del builds[next(iter(builds))]
+
+
+class LastBuild:
+    """The last build of a history with one set of options."""
+
+    __slots__ = ("again", "length", "memory", "result")
+
+    def __init__(self, length: int, result: ContextBuildResult, memory: object | None) -> None:
+        self.length = length
+        self.result = result
+        self.memory = memory
+        """What the selector kept (a :class:`LastWalk` for ``recent``), or None."""
+        self.again = False
+        """Whether ``result`` is that of building the same state again (its whole request
+        shared with the build before)."""
+
+
+class BuildCaches:
+    """A builder's caches: one :class:`HistoryCache` per live shared history."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_history: weakref.WeakKeyDictionary[SharedHistory, HistoryCache] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def for_history(self, history: SharedHistory) -> HistoryCache:
+        """The cache of ``history``, made on first use."""
+        found = self._by_history.get(history)
+        if found is None:
+            with self._lock:
+                found = self._by_history.get(history)
+                if found is None:
+                    found = self._by_history[history] = HistoryCache()
+        return found
+
+    def histories(self) -> list[tuple[SharedHistory, HistoryCache]]:
+        """The live histories and their caches."""
+        with self._lock:
+            return list(self._by_history.items())
+
+
+class ChunkCosts:
+    """Roles, segments and token counts of one history's chunks, cached by position.
+
+    ``renderer.render`` makes a chunk's :class:`RenderedChunk` on a miss. When
+    the tokenizer's counts add up (``counts_add_up``), :meth:`measure_within`
+    counts a long chunk in pieces cut where the counts must add up, stops
+    once it is over the limit, and keeps what it counted, so a later build
+    with more room goes on from there: no character is encoded twice.
+
+    A chunk whose text is longer than :data:`LONG_CHUNK_CHARS` is not
+    rendered whole to learn its role or to be measured against a limit: its
+    role comes from ``renderer.role``, and its renderer's prefix
+    (``renderer.render_prefix``, when it can make one) is counted first, so a
+    huge chunk that cannot fit costs what the limit needs, not its length.
+    """
+
+    __slots__ = (
+        "_count",
+        "_items",
+        "_partial",
+        "_rendered",
+        "_renderer",
+        "_roles",
+        "_tokens",
+        "adds_up",
+    )
+
+    def __init__(
+        self,
+        cache: HistoryCache,
+        items: list[Chunk],
+        chain_key: ChainKey,
+        renderer: ChunkRendering,
+        tokenizer: Tokenizer,
+        count_key: CountKey,
+        adds_up: bool,
+    ) -> None:
+        rendered = cache.renderings.setdefault(chain_key, {})
+        tokens = cache.counts.setdefault(count_key, {})
+        self._items = items
+        self._rendered = rendered
+        self._tokens = tokens
+        self._partial = cache.partial_counts.setdefault(count_key, {})
+        self._roles = cache.long_roles.setdefault(chain_key, {})
+        self._renderer = renderer
+        self._count = tokenizer.count
+        self.adds_up = adds_up
+
+    def rendered(self, position: int) -> RenderedChunk:
+        found = self._rendered.get(position)
+        if found is None:
+            found = self._rendered[position] = self._renderer.render(self._items[position])
+        return found
+
+    def role(self, position: int) -> Role:
+        """The chunk's role; rendered only when it must be counted anyway (a chunk whose
+        count is known, or a long one, asks the registry instead)."""
+        found = self._rendered.get(position)
+        if found is not None:
+            return found.role
+        item = self._items[position]
+        if position not in self._tokens and not _is_long(item):
+            return self.rendered(position).role
+        role = self._roles.get(position)
+        if role is None:
+            role = self._roles[position] = self._renderer.role(item)
+        return role
+
+    def known_counts(self, length: int) -> dict[int, int]:
+        """Every count known of the first ``length`` chunks, by position."""
+        return {p: t for p, t in self._tokens.items() if p < length}
+
+    def known_tokens(self, position: int) -> int | None:
+        """The tokens of ``position`` if they were counted (or seeded) already."""
+        return self._tokens.get(position)
+
+    def seed(self, position: int, tokens: int) -> None:
+        """Record a count known from elsewhere (a store's cache) so it is not counted again."""
+        self._tokens[position] = tokens
+
+    def measure(self, position: int) -> int:
+        """Tokens of the segment at ``position`` (its XML and the newline after it)."""
+        found = self._tokens.get(position)
+        if found is None:
+            found = self._tokens[position] = self._count(self.rendered(position).segment)
+        return found
+
+    def measure_within(self, position: int, limit: int) -> int | None:
+        """The tokens of ``position`` if at most ``limit``; None if it cannot fit."""
+        if limit <= 0:
+            return None
+        tokens = self._tokens.get(position)
+        if tokens is None:
+            if self.adds_up:
+                return self._count_within(position, limit)
+            tokens = self.measure(position)
+        return tokens if tokens <= limit else None
+
+    def _count_within(self, position: int, limit: int) -> int | None:
+        if position not in self._rendered and _is_long(self._items[position]):
+            prefix = self._renderer.render_prefix(self._items[position], prefix_chars(limit))
+            if prefix is not None:
+                counted = self._count_pieces(position, prefix, limit, whole=False)
+                if not isinstance(counted, _NeedsMore):
+                    return counted
+        counted = self._count_pieces(position, self.rendered(position).segment, limit, whole=True)
+        assert not isinstance(counted, _NeedsMore)
+        return counted
+
+    def _count_pieces(
+        self, position: int, text: str, limit: int, *, whole: bool
+    ) -> int | _NeedsMore | None:
+        """Count ``text`` (the segment, or a prefix of it) from where counting stopped.
+
+        Returns the count once ``text`` is counted whole (None if over ``limit``),
+        None as soon as the pieces counted exceed ``limit``, or, for a prefix
+        (``whole=False``), :data:`_NEEDS_MORE` when counting must go past it.
+        """
+        count = self._count
+        counted, end = self._partial.get(position, (0, 0))
+        rate = float(PREFIX_CHARS_PER_TOKEN)
+        while counted <= limit:
+            # Enough characters for the tokens still missing, at this text's
+            # own rate once known; cut where the pieces' counts must add up.
+            target = end + int(rate * (limit + 1 - counted)) + 1
+            cut = safe_split_point(text, target) if 2 * target < len(text) + end else None
+            if cut is None:
+                if not whole:
+                    return _NEEDS_MORE
+                counted += count(text[end:])
+                self._tokens[position] = counted
+                self._partial.pop(position, None)
+                return counted if counted <= limit else None
+            tokens = count(text[end:cut])
+            rate = max(1.0, 1.1 * (cut - end) / max(tokens, 1))
+            counted += tokens
+            end = cut
+            self._partial[position] = (counted, end)
+        return None
+
+
+class _NeedsMore:
+    """Counting a prefix must go past its end."""
+
+
+_NEEDS_MORE: Final = _NeedsMore()
+
+LONG_CHUNK_CHARS: Final = 1 << 16
+"""Chunks with more text than this are rendered in part while only a part can fit."""
+
+
+def prefix_chars(limit: int) -> int:
+    """Characters of content to render of a long chunk measured against ``limit`` tokens:
+    enough at one character per token and then some (counting goes on past them if need be)."""
+    return 4 * PREFIX_CHARS_PER_TOKEN * (limit + 1) + 1024
+
+
+def _is_long(chunk: Chunk) -> bool:
+    content = chunk.content
+    return type(content) is str and len(content) > LONG_CHUNK_CHARS
+
+
+class ChunkRendering(Protocol):
+    """What :class:`ChunkCosts` asks of a builder: render a chunk, its role, a prefix."""
+
+    def render(self, chunk: Chunk) -> RenderedChunk: ...
+
+    def role(self, chunk: Chunk) -> Role: ...
+
+    def render_prefix(self, chunk: Chunk, chars: int) -> str | None: ...

@@ -1,0 +1,148 @@
+"""How many leading tokens two requests share: what a provider's prompt cache can reuse.
+
+A request is its list of chat messages, each sent as a token that opens
+it, its role, a separator, its content and a token that closes it (the
+per-message overhead of ``count_messages`` is those three tokens). Two
+requests share every leading message that is identical in role and
+content; after those, the next messages share their opening token, and
+when their roles match, their role, the separator and the tokens their
+contents begin with in common.
+
+The common content tokens are exact for a tokenizer whose ``encoding`` is a
+tiktoken encoding, as a :class:`~memctx.TiktokenTokenizer`'s is: token ids are
+compared, and only around the first differing character, between the last
+point before it where both contents must split and the first one after it in
+each (the tokens before come from the build's count of the content when it is
+known and that is shorter to get). For any other tokenizer only counts are
+available: the common text is counted and its last token is not credited,
+since the text that follows may merge with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from memctx._chunk import ContextMessage
+from memctx._render.segments import last_split_point, safe_split_point
+from memctx._render.tokens import TiktokenTokenizer
+from memctx.typing import Tokenizer
+
+Message = ContextMessage | Mapping[str, Any]
+
+
+def _fields(message: Message) -> tuple[str, str]:
+    if isinstance(message, ContextMessage):
+        return message.role, message.content
+    return str(message["role"]), str(message["content"])
+
+
+def _common_content_tokens(a: str, b: str, tokenizer: Tokenizer, tokens_a: int | None) -> int:
+    """Leading tokens the contents ``a`` and ``b`` share; ``tokens_a`` is ``a``'s count if known."""
+    encode = getattr(getattr(tokenizer, "encoding", None), "encode_ordinary", None)
+    if callable(encode):  # a tiktoken encoding: compare the token ids themselves
+        same = _common_prefix_length(a, b)
+        # Both texts split at ``start`` (the characters around it are common), and
+        # no shared token reaches past ``same``: only the tokens between ``start`` and
+        # the first point at or after ``same`` where each text must split can differ.
+        start = last_split_point(a, same)
+        end_a = safe_split_point(a, same) or len(a)
+        end_b = safe_split_point(b, same) or len(b)
+        rest_b = encode(b[start:end_b])
+        # a's count less the tokens of its rest, when that is the shorter text to encode.
+        rest_is_shorter = start > 0 and len(a) - start <= start
+        if rest_is_shorter and tokens_a is not None and _counts_by_encoding(tokenizer):
+            rest_a = encode(a[start:])
+            return tokens_a - len(rest_a) + _leading_equal(rest_a, rest_b)
+        before = len(encode(a[:start])) if start else 0
+        return before + _leading_equal(encode(a[start:end_a]), rest_b)
+    same = _common_prefix_length(a, b)
+    return max(0, tokenizer.count(a[:same]) - 1) if same else 0
+
+
+def _leading_equal(a: Iterable[object], b: Iterable[object]) -> int:
+    """How many leading items ``a`` and ``b`` have in common."""
+    same = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        same += 1
+    return same
+
+
+def _counts_by_encoding(tokenizer: Tokenizer) -> bool:
+    """Whether ``tokenizer``'s counts are the lengths of its encoding's token lists."""
+    return isinstance(tokenizer, TiktokenTokenizer) and (
+        type(tokenizer).count is TiktokenTokenizer.count
+    )
+
+
+def _common_prefix_length(a: str, b: str) -> int:
+    low, high = 0, min(len(a), len(b))
+    while low < high:  # binary search: slices compare at C speed
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _whole_messages_tokens(
+    messages: Sequence[Message],
+    tokenizer: Tokenizer,
+    empty: int,
+    content_tokens: Callable[[Message], int | None] | None,
+) -> int:
+    """``count_messages(messages)`` without the priming, from known content counts where
+    ``content_tokens`` has them: a message costs its role's overhead plus its content."""
+    unknown: list[dict[str, str]] = []
+    known = 0
+    overheads: dict[str, int] = {}
+    for message in messages:
+        tokens = content_tokens(message) if content_tokens is not None else None
+        role, content = _fields(message)
+        if tokens is None:
+            unknown.append({"role": role, "content": content})
+            continue
+        overhead = overheads.get(role)
+        if overhead is None:
+            overhead = overheads[role] = (
+                tokenizer.count_messages([{"role": role, "content": ""}]) - empty
+            )
+        known += overhead + tokens
+    return known + (tokenizer.count_messages(unknown) - empty if unknown else 0)
+
+
+def shared_messages(messages_a: Sequence[Message], messages_b: Sequence[Message]) -> int:
+    """How many leading messages of ``a`` and ``b`` are identical in role and content."""
+    return _leading_equal(map(_fields, messages_a), map(_fields, messages_b))
+
+
+def shared_prefix_tokens(
+    messages_a: Sequence[Message],
+    messages_b: Sequence[Message],
+    tokenizer: Tokenizer,
+    content_tokens: Callable[[Message], int | None] | None = None,
+) -> int:
+    """Tokens at the start of request ``a`` that request ``b`` begins with too.
+
+    Messages are :class:`~memctx.ContextMessage` objects or ``{"role", "content"}``
+    dicts; counts follow ``tokenizer.count_messages`` (its reply priming, which
+    comes after the last message, is never shared). Symmetric in ``a`` and ``b``.
+    ``content_tokens`` may give the token count of a message of ``a``'s content
+    when it is known (None: count it); a build knows it from its chunks' counts.
+    """
+    empty = tokenizer.count_messages([])
+    same = shared_messages(messages_a, messages_b)
+    shared = _whole_messages_tokens(messages_a[:same], tokenizer, empty, content_tokens)
+    if same == min(len(messages_a), len(messages_b)):
+        return shared
+    (role_a, content_a), (role_b, content_b) = _fields(messages_a[same]), _fields(messages_b[same])
+    role_tokens = tokenizer.count(role_a)
+    overhead = tokenizer.count_messages([{"role": role_a, "content": ""}]) - empty - role_tokens
+    if role_a != role_b:  # only the token opening a message, before the role
+        return shared + max(0, overhead - 2)
+    header = role_tokens + max(0, overhead - 1)  # all but the token closing the message
+    known = content_tokens(messages_a[same]) if content_tokens is not None else None
+    return shared + header + _common_content_tokens(content_a, content_b, tokenizer, known)

