@@ -68,9 +68,7 @@ def openai_billed(sent: int, shared: int) -> float:
 def model_calls(state: MemoryState) -> list[int]:
     """Lengths of the history just before each assistant-role chunk."""
     builder = create_builder()
-    return [
-        n for n, chunk in enumerate(state) if n and builder.render_chunk(chunk).role == "assistant"
-    ]
+    return [n for n, chunk in enumerate(state) if n and builder.render(chunk)[0] == "assistant"]
 
 
 def replay_memctx(state: MemoryState, budget: int, strategy: str) -> Replay:
@@ -105,7 +103,7 @@ def replay_langchain(state: MemoryState, budget: int) -> Replay:
     has_head = int(bool(messages) and messages[0].type == "system")
     body_before = [0]  # body messages made of the first n chunks
     for chunk in state:
-        body_before.append(body_before[-1] + (builder.render_chunk(chunk).role != "system"))
+        body_before.append(body_before[-1] + (builder.render(chunk)[0] != "system"))
     out = Replay()
     previous: list[dict[str, str]] = []
     roles = {"system": "system", "human": "user", "ai": "assistant"}

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from benchmarks.timing import Timing, measure
 from benchmarks.workloads import fresh_copy, generate
 from memctx import ContextBuilder, MemoryState, chunks
+from memctx._build.builder import counts_of
 
 SIZE_BYTES = 10_000_000
 BUDGET = 8_000
@@ -58,7 +59,9 @@ def run_huge_chunk(builder: ContextBuilder, corpus: str, *, repeats: int) -> Hug
     without = measure(build, lambda: fresh_copy(base), repeats=repeats)
     with_huge = measure(build, lambda: fresh_copy(huge), repeats=repeats)
     render_whole = measure(
-        builder.render_chunk, lambda: fresh_copy(huge).get("huge-output"), repeats=repeats
+        counts_of(builder).render_chunk,
+        lambda: fresh_copy(huge).get("huge-output"),
+        repeats=repeats,
     )
     result = builder.build(fresh_copy(huge), max_tokens=BUDGET)
     return HugeChunkResult(

@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
                 builder = create_builder(tokenizer)
                 result = builder.build(state, max_tokens=8000)
                 started = time.perf_counter()
-                page = result.to_html(state, builder)
+                page = result.to_html(builder)
                 to_html_ms = (time.perf_counter() - started) * 1000
                 path = Path(tmp) / f"{len(rows)}.html"
                 path.write_text(page, encoding="utf-8")

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 import attrs
 
 from memctx import Chunk, ChunkType, MemoryState, create_builder, create_tokenizer
+from memctx._build.builder import counts_of
 from memctx.compaction import CompactionPolicy, ExtractiveSummarizer, is_compaction_summary
 from memctx.compress import MaxChars, TrimToolOutputs, compress
 from memctx.typing import Tokenizer
@@ -86,7 +87,7 @@ def replay(name: str, history: Iterable[Chunk], tokenizer: Tokenizer) -> LongRun
     stats.seconds = time.perf_counter() - started
     summaries = [c for c in state if is_compaction_summary(c)]
     if summaries:
-        stats.final_summary_tokens = builder.tokens(summaries[-1], tokenizer)
+        stats.final_summary_tokens = counts_of(builder).tokens(summaries[-1], tokenizer)
     return stats
 
 

@@ -12,7 +12,7 @@ import attrs
 import pytest
 
 from memctx import MemoryState, chunks, create_builder, create_tokenizer
-from memctx._build.options import STRATEGIES, Strategy
+from memctx._build.options import STRATEGIES, BuildOptions, Strategy
 from memctx._build.select import SELECTORS
 from memctx.typing import Tokenizer
 
@@ -172,7 +172,6 @@ class TestValues:
         builder = create_builder(tokenizer)
         state = _history()
         small = builder.build(state, max_tokens=120, pin_newest=False)
-        # Nothing read yet: the left-out side of the report is still to be worked out.
         before_fields = attrs.asdict(small, recurse=False)
 
         for budget in (200, 400, 2_000, None):
@@ -185,7 +184,45 @@ class TestValues:
         )
         assert small.excluded_chunk_ids == fresh.excluded_chunk_ids
         assert dict(small.exclusions) == dict(fresh.exclusions)
-        assert [e.tokens for e in small.exclusions.values()].count(None) >= 1
+        assert any(e.tokens_estimated for e in small.exclusions.values())
+
+    def test_every_left_out_chunk_reports_its_tokens_measured_or_estimated(self) -> None:
+        tokenizer = create_tokenizer("gpt-4o")
+        state = _history()
+        result = create_builder(tokenizer).build(state, max_tokens=150, pin_newest=False)
+
+        left_out = list(result.exclusions.values())
+        assert len(left_out) == len(state) - len(result.included_chunk_ids) > 0
+        for exclusion in left_out:
+            assert exclusion.tokens is not None
+            if not exclusion.tokens_estimated:
+                segment = create_builder().render(state.get(exclusion.chunk_id))[1] + "\n"
+                assert exclusion.tokens == tokenizer.count(segment)
+
+    def test_builds_that_report_alike_compare_equal_and_others_do_not(self) -> None:
+        tokenizer = create_tokenizer("gpt-4o")
+        state = _history()
+        one = create_builder(tokenizer).build(state, max_tokens=200)
+        other = create_builder(tokenizer).build(MemoryState(list(state)), max_tokens=200)
+        smaller = create_builder(tokenizer).build(state, max_tokens=150)
+        filtered = create_builder(tokenizer).build(state, max_tokens=200, include_system=False)
+
+        assert one == other
+        assert one != smaller
+        assert one.exclusions != filtered.exclusions
+        assert one != filtered
+
+    def test_a_result_holds_values_only_and_keeps_its_state(self) -> None:
+        state = _history()
+        result = create_builder(create_tokenizer("gpt-4o")).build(state, max_tokens=200)
+
+        assert result.state is state
+        for field in attrs.fields(type(result)):
+            assert not callable(getattr(result, field.name)), field.name
+        assert not hasattr(result, "__dict__")
+        page = result.to_html()
+        assert page.startswith("<!DOCTYPE html>")
+        assert "srcdoc=" in result._repr_html_()
 
     def test_the_exclusion_report_is_the_same_whenever_it_is_first_read(self) -> None:
         tokenizer = create_tokenizer("gpt-4o")
@@ -198,6 +235,27 @@ class TestValues:
         second.build(state, max_tokens=5_000, pin_newest=False)  # counts every chunk
 
         assert dict(late.exclusions) == expected
+
+
+class TestSurface:
+    def test_src_memctx_has_at_most_30_top_level_entries(self) -> None:
+        entries = [p for p in (SRC / "memctx").iterdir() if p.name != "__pycache__"]
+        assert len(entries) <= 30, sorted(p.name for p in entries)
+
+    def test_build_options_are_typed_for_type_checkers(self) -> None:
+        from memctx import BuildKwargs, ContextBuilder
+
+        hint = typing.get_type_hints(ContextBuilder.build, include_extras=True)["options"]
+        assert typing.get_origin(hint) is typing.Unpack
+        assert typing.get_args(hint) == (BuildKwargs,)
+        assert set(typing.get_type_hints(BuildKwargs)) >= {
+            field.name for field in attrs.fields(BuildOptions) if field.name != "max_tokens"
+        }
+
+    def test_the_builder_shows_only_build_render_register_renderer_registry_tokenizer(self) -> None:
+        builder = create_builder()
+        public = {name for name in dir(builder) if not name.startswith("_")}
+        assert public == {"build", "render", "register_renderer", "registry", "tokenizer"}
 
 
 class TestExtensionPoints:

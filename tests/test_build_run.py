@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from histories import texts
 from memctx import MemoryState, TiktokenTokenizer, chunks, create_builder, create_tokenizer
+from memctx._build.builder import counts_of
 from memctx.statefile import dumps_state, loads_state
 
 GPT4O = create_tokenizer("gpt-4o")
@@ -60,7 +61,7 @@ def test_a_chunk_counted_in_pieces_is_never_encoded_twice() -> None:
         builder.build(state, max_tokens=budget, pin_newest=False)
 
     assert "".join(tokenizer.texts) == segment
-    assert builder.cached_tokens(state.get("big"), tokenizer) == tokenizer.count(segment)
+    assert counts_of(builder).cached_tokens(state.get("big"), tokenizer) == tokenizer.count(segment)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -328,14 +328,17 @@ class TestReport:
         content = sum(gpt4o.count(m.content) for m in result.messages)
         assert sum(result.chunk_tokens[i] for i in result.included_chunk_ids) == content
 
-    def test_the_chunk_that_did_not_fit_was_measured_and_older_ones_were_not(
+    def test_the_chunk_that_did_not_fit_was_measured_and_older_ones_estimated(
         self, builder: ContextBuilder, gpt4o: TiktokenTokenizer
     ) -> None:
         state = MemoryState([chunks.user(f"turn {i} " * 30, id=f"u{i}") for i in range(50)])
         result = builder.build(state, max_tokens=300, tokenizer=gpt4o)
-        first_out = result.excluded_chunk_ids[-1]
-        assert result.exclusions[first_out].tokens is not None
-        assert result.exclusions["u0"].tokens is None
+        first_out = result.exclusions[result.excluded_chunk_ids[-1]]
+        oldest = result.exclusions["u0"]
+        segment = builder.render(state.get(first_out.chunk_id))[1] + "\n"
+        assert (first_out.tokens, first_out.tokens_estimated) == (gpt4o.count(segment), False)
+        assert oldest.tokens_estimated
+        assert oldest.tokens == pytest.approx(gpt4o.count(builder.render(state[0])[1]), rel=0.5)
 
     def test_summary_names_counts_tokens_and_reasons(
         self, builder: ContextBuilder, coding_state: MemoryState, gpt4o: TiktokenTokenizer

@@ -131,9 +131,7 @@ class TestReportData:
         before = exact_builder.build(coding_state)
         later = MemoryState(list(coding_state)[2:], thread_id=coding_state.thread_id)
         after = exact_builder.build(later)
-        data = report_data(
-            after, later, exact_builder, title="t", previous=before, previous_state=coding_state
-        )
+        data = report_data(after, later, exact_builder, title="t", previous=before)
 
         gone = data["compare"]["left_elsewhere"]
         assert [(g["id"], g["type"]) for g in gone] == [("sys", "SYSTEM"), ("task", "AGENT")]
@@ -141,10 +139,8 @@ class TestReportData:
     @pytest.mark.parametrize(
         ("arguments", "message"),
         [
-            ({"state": None}, "state: must be a MemoryState"),
             ({"builder": 5}, "builder: must be a ContextBuilder"),
             ({"previous": 5}, "previous: must be a build result"),
-            ({"previous_state": 5}, "previous_state: must be a MemoryState"),
             ({"title": 5}, "title: must be text"),
             ({"previous_label": 5}, "previous_label: must be text"),
             ({"tokenizer": "gpt-4o"}, "tokenizer: must be a Tokenizer"),
@@ -158,7 +154,7 @@ class TestReportData:
         message: str,
     ) -> None:
         result = exact_builder.build(coding_state)
-        given: dict[str, Any] = {"state": coding_state, "builder": exact_builder, **arguments}
+        given: dict[str, Any] = {"builder": exact_builder, **arguments}
 
         with pytest.raises(InspectError, match=message):
             result.to_html(**given)
@@ -171,15 +167,6 @@ class TestReportData:
 
         with pytest.raises(InspectError, match="not built from this state"):
             report_data(result, other, exact_builder, title="t")
-        with pytest.raises(InspectError, match="previous result was not built"):
-            report_data(
-                result,
-                coding_state,
-                exact_builder,
-                title="t",
-                previous=result,
-                previous_state=other,
-            )
 
     def test_comparing_with_another_tokenizer_is_refused(
         self, coding_state: MemoryState, exact_builder: ContextBuilder
@@ -252,7 +239,7 @@ class TestPage:
         self, coding_state: MemoryState, exact_builder: ContextBuilder
     ) -> None:
         result = exact_builder.build(coding_state, max_tokens=150)
-        page = result.to_html(coding_state, exact_builder)
+        page = result.to_html(exact_builder)
 
         assert page.startswith("<!DOCTYPE html>")
         data = page_data(page)
@@ -264,7 +251,7 @@ class TestPage:
     def test_loads_nothing_from_the_network(
         self, coding_state: MemoryState, exact_builder: ContextBuilder
     ) -> None:
-        page = exact_builder.build(coding_state).to_html(coding_state, exact_builder)
+        page = exact_builder.build(coding_state).to_html(exact_builder)
 
         assert not re.search(r"\b(src|href)\s*=", page)
         assert "@import" not in page
@@ -274,7 +261,7 @@ class TestPage:
     def test_csp_allows_exactly_the_page_script_and_style(
         self, coding_state: MemoryState, exact_builder: ContextBuilder
     ) -> None:
-        page = exact_builder.build(coding_state).to_html(coding_state, exact_builder)
+        page = exact_builder.build(coding_state).to_html(exact_builder)
         script = re.findall(r"<script>(.*?)</script>", page, re.S)
         style = re.findall(r"<style>(.*?)</style>", page, re.S)
 
@@ -287,7 +274,7 @@ class TestPage:
 
     def test_the_title_is_escaped(self, exact_builder: ContextBuilder) -> None:
         state = MemoryState([chunks.user("x", id="a")], thread_id="</title><script>x()</script>")
-        page = exact_builder.build(state).to_html(state, exact_builder)
+        page = exact_builder.build(state).to_html(exact_builder)
 
         assert "<title>memctx build report: &lt;/title&gt;&lt;script&gt;" in page
         assert "<script>x()" not in page

@@ -60,7 +60,7 @@ def open_report(
     **options: Any,
 ) -> Page:
     path = tmp_path / f"report-{len(list(tmp_path.iterdir()))}.html"
-    path.write_text(result.to_html(state, builder, **options), encoding="utf-8")
+    path.write_text(result.to_html(builder, **options), encoding="utf-8")
     return chromium.open(path, height=height)
 
 

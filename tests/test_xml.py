@@ -14,6 +14,7 @@ from lxml import etree
 
 import memctx
 from memctx import Chunk, MemoryState, RendererRegistry, chunks
+from memctx._build.builder import counts_of
 from memctx.xml import (
     CONTENT_MODES,
     DEFAULT_CONTENT_MODE,
@@ -368,7 +369,7 @@ class TestBuilderContentMode:
             escape.render(chunk)[1]
             == '<user_message id="u1" role="user">\nx &lt; y\n</user_message>'
         )
-        assert escape.renderer_fingerprint != cdata.renderer_fingerprint
+        assert counts_of(escape).renderer_fingerprint != counts_of(cdata).renderer_fingerprint
 
     def test_unknown_mode_is_a_build_option_error(self) -> None:
         with pytest.raises(memctx.BuildOptionError, match="content: unknown content mode"):

@@ -4,7 +4,7 @@ import typing as _typing
 
 from memctx import chunks
 from memctx._build.builder import ContextBuilder, create_builder
-from memctx._build.options import BuildOptions
+from memctx._build.options import BuildKwargs, BuildOptions
 from memctx._chunk import Chunk, ChunkMetadata, ChunkType, ContextMessage, Role
 from memctx._exceptions import (
     AdapterError,
@@ -41,7 +41,7 @@ from memctx._exceptions import (
 from memctx._render.declared import DeclaredRenderer, Element
 from memctx._render.registry import GenericRenderer, RendererRegistry, renderer_cache_key
 from memctx._render.tokens import EstimatingTokenizer, TiktokenTokenizer, create_tokenizer
-from memctx._result import ContextBuildResult, Exclusion, ExclusionReason
+from memctx._result import ContextBuildResult, Exclusion, ExclusionReason, Exclusions
 from memctx._state import MemoryState
 from memctx.statefile import load_state, save_state
 from memctx.typing import ChunkRenderer, Tokenizer
@@ -64,6 +64,7 @@ def __getattr__(name: str) -> object:
 __all__ = [
     "AdapterError",
     "BudgetExceededError",
+    "BuildKwargs",
     "BuildOptionError",
     "BuildOptions",
     "ChatError",
@@ -85,6 +86,7 @@ __all__ = [
     "EstimatingTokenizer",
     "Exclusion",
     "ExclusionReason",
+    "Exclusions",
     "GenericRenderer",
     "InspectError",
     "InvalidChunkError",

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+import html
+from collections.abc import ItemsView, Iterator, Mapping, ValuesView
+from typing import TYPE_CHECKING, Any, Final, NoReturn, Protocol
 
 import attrs
 
 from memctx._build.turns import AddedTurns, TurnOptions
-from memctx._chunk import Chunk, ContextMessage
-from memctx._exceptions import BuildOptionError
-from memctx._json import ReadOnlyDict
+from memctx._chunk import Chunk, ChunkType, ContextMessage
+from memctx._exceptions import BuildOptionError, ChunkNotFoundError
+from memctx._json import ReadOnlyDict, dumps
 from memctx._state import MemoryState
 
 if TYPE_CHECKING:
@@ -48,32 +49,207 @@ class ExclusionReason(enum.StrEnum):
 
 @attrs.frozen
 class Exclusion:
-    """One left-out chunk: why, and its token count when the build measured it."""
+    """One left-out chunk: why, and its tokens.
+
+    ``tokens`` is the count of the chunk's segment (its XML and the newline after
+    it) when a build measured it, else an estimate from its content's length
+    (``tokens_estimated`` is then true); None only for a row a paged store build
+    did not read and never counted.
+    """
 
     chunk_id: str
     reason: ExclusionReason
     tokens: int | None = None
+    tokens_estimated: bool = False
 
 
-ExclusionSource = Callable[[], tuple[tuple[str, ...], Mapping[str, "Exclusion"]]]
+ESTIMATE_TAG_CHARS: Final = 120
+"""Characters an estimate adds for a chunk's tags and attributes."""
+
+
+def estimate_tokens(chunk: Chunk) -> int:
+    """A chunk's tokens without rendering it: characters of content and tags over four."""
+    content = chunk.content
+    chars = len(content) if isinstance(content, str) else len(dumps(content))
+    return (chars + ESTIMATE_TAG_CHARS + 3) // 4
+
+
+@attrs.frozen
+class LeftOutFilter:
+    """The build's filters, as a value: why a chunk that is not sent was left out."""
+
+    only: frozenset[str] | None = None
+    """``include_only_chunk_ids`` (None: not given)."""
+    excluded_types: frozenset[ChunkType] = frozenset()
+    """Types no chunk of which is sent (``exclude_types``, and SYSTEM / ENVIRONMENT when
+    ``include_system`` / ``include_environment`` is false)."""
+    include_system: bool = True
+    include_environment: bool = True
+
+    def reason(self, chunk_id: str, ctype: ChunkType) -> ExclusionReason:
+        """Why a chunk that was not sent was left out (the budget, when no filter took it)."""
+        if self.only is not None and chunk_id not in self.only:
+            return ExclusionReason.NOT_SELECTED
+        if ctype not in self.excluded_types:
+            return ExclusionReason.OVER_BUDGET
+        if ctype is ChunkType.SYSTEM and not self.include_system:
+            return ExclusionReason.SYSTEM_EXCLUDED
+        if ctype is ChunkType.ENVIRONMENT and not self.include_environment:
+            return ExclusionReason.ENVIRONMENT_EXCLUDED
+        return ExclusionReason.TYPE_EXCLUDED
+
+
+class Rows(Protocol):
+    """The chunks a build chose from, by position (a state, or a stored thread's index).
+
+    Positions below the build's length never change, so answers about them never do.
+    """
+
+    def __len__(self) -> int: ...
+
+    def id_at(self, position: int) -> str: ...
+
+    def type_at(self, position: int) -> ChunkType: ...
+
+    def chunk_at(self, position: int) -> Chunk | None:
+        """The chunk, or None when it was not read (a paged store build)."""
+        ...
+
+    def position_of(self, chunk_id: str) -> int | None: ...
+
+
+@attrs.frozen
+class StateRows:
+    """The rows of a :class:`MemoryState`."""
+
+    state: MemoryState
+
+    def __len__(self) -> int:
+        return len(self.state)
+
+    def id_at(self, position: int) -> str:
+        return self.state[position].id
+
+    def type_at(self, position: int) -> ChunkType:
+        return self.state[position].type
+
+    def chunk_at(self, position: int) -> Chunk | None:
+        return self.state[position]
+
+    def position_of(self, chunk_id: str) -> int | None:
+        try:
+            return self.state.index_of(chunk_id)
+        except ChunkNotFoundError:
+            return None
+
+
+@attrs.frozen(eq=False, repr=False)
+class Exclusions(Mapping[str, Exclusion]):
+    """For each left-out chunk id, why it was left out, in state order.
+
+    A read-only mapping made in constant time whatever the length of the state: it
+    holds the rows the build chose from, the positions it sent, its filters and the
+    counts it measured, and answers each lookup from them. Two compare equal when
+    they map the same ids to the same exclusions.
+    """
+
+    rows: Rows
+    sent: frozenset[int]
+    filter: LeftOutFilter
+    measured: Mapping[str, int]
+    """Tokens of the left-out chunks the build measured (or knew)."""
+
+    def __len__(self) -> int:
+        return len(self.rows) - len(self.sent)
+
+    def __iter__(self) -> Iterator[str]:
+        id_at = self.rows.id_at
+        return (id_at(p) for p in self._positions())
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, str):
+            return False
+        position = self.rows.position_of(key)
+        return position is not None and position not in self.sent
+
+    def __getitem__(self, chunk_id: str) -> Exclusion:
+        position = self.rows.position_of(chunk_id) if isinstance(chunk_id, str) else None
+        if position is None or position in self.sent:
+            raise KeyError(chunk_id)
+        return self._at(position)
+
+    def items(self) -> ItemsView[str, Exclusion]:
+        return _ExclusionItems(self)
+
+    def values(self) -> ValuesView[Exclusion]:
+        return _ExclusionValues(self)
+
+    def _at(self, position: int) -> Exclusion:
+        rows = self.rows
+        chunk_id = rows.id_at(position)
+        reason = self.filter.reason(chunk_id, rows.type_at(position))
+        tokens = self.measured.get(chunk_id)
+        if tokens is not None:
+            return Exclusion(chunk_id, reason, tokens)
+        chunk = rows.chunk_at(position)
+        if chunk is None:
+            return Exclusion(chunk_id, reason)
+        return Exclusion(chunk_id, reason, estimate_tokens(chunk), tokens_estimated=True)
+
+    def _positions(self) -> Iterator[int]:
+        sent = self.sent
+        return (p for p in range(len(self.rows)) if p not in sent)
+
+    def __repr__(self) -> str:
+        return f"<Exclusions: {len(self)} chunks left out>"
+
+    def _refuse(self, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError(ReportDict.changed)
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse
+
+
+class _ExclusionItems(ItemsView[str, Exclusion]):
+    """``(id, exclusion)`` pairs in state order, read position by position."""
+
+    _mapping: Exclusions
+
+    def __iter__(self) -> Iterator[tuple[str, Exclusion]]:
+        found = self._mapping
+        for position in found._positions():
+            exclusion = found._at(position)
+            yield exclusion.chunk_id, exclusion
+
+
+class _ExclusionValues(ValuesView[Exclusion]):
+    """Exclusions in state order, read position by position."""
+
+    _mapping: Exclusions
+
+    def __iter__(self) -> Iterator[Exclusion]:
+        found = self._mapping
+        return (found._at(position) for position in found._positions())
+
+
+NO_EXCLUSIONS: Final = Exclusions(StateRows(MemoryState()), frozenset(), LeftOutFilter(), {})
 
 
 @attrs.frozen
 class ContextBuildResult:
     """The messages to send and the report of the build that made them.
 
-    ``token_count`` is the count of exactly these messages with the chat
-    format's overhead (per message and the reply priming); it equals
-    ``tokenizer.count_messages(result.messages)``. ``included_chunk_ids`` and
-    ``excluded_chunk_ids`` are in state order and together are every chunk of
-    the state. ``exclusions`` says why each left-out chunk was left out (and
-    its tokens when the build measured it); ``chunk_tokens`` gives the tokens
-    of each included chunk (its XML and the newline after it) and of the
-    left-out chunks the build measured. ``replaced_characters`` counts, per
-    chunk, the characters XML forbids that were replaced by U+FFFD.
-
-    The left-out side of the report is worked out when first asked for, so a
-    build of a long history does not pay for reporting on all of it.
+    A value: every field is fixed when the build returns, and two results are equal when
+    they send the same messages and report the same of the same chunks (the prefix
+    figures, which compare with an earlier build, are not compared). ``token_count`` is
+    the count of exactly these messages with the chat format's overhead (per message and
+    the reply priming); it equals ``tokenizer.count_messages(result.messages)``.
+    ``included_chunk_ids`` and ``excluded_chunk_ids`` are in state order and together
+    are every chunk of the state. ``exclusions`` says why each left-out chunk was left
+    out, with its tokens; ``chunk_tokens`` gives the tokens of each included chunk (its
+    XML and the newline after it) and of the left-out chunks the build measured.
+    ``replaced_characters`` counts, per chunk, the characters XML forbids that were
+    replaced by U+FFFD. ``state`` is the state built (for a paged store build, the rows
+    it read).
     """
 
     messages: tuple[ContextMessage, ...]
@@ -90,7 +266,7 @@ class ContextBuildResult:
     """True when the count came from a fresh ``count_messages`` of the messages
     (the estimator, a custom tokenizer, or a renderer whose output could not
     be counted piece by piece) rather than from the sum of cached counts."""
-    included_chunks: tuple[Chunk, ...] = attrs.field(default=(), repr=False)
+    included_chunks: tuple[Chunk, ...] = attrs.field(default=(), repr=False, eq=False)
     """The included chunks themselves, in state order (``included_chunk_ids``' chunks)."""
     compression: CompressionReport | None = None
     """What ``compressors`` / ``compress_to_fit`` changed before the budget (None without them);
@@ -101,47 +277,18 @@ class ContextBuildResult:
     """The added turns the build counted in ``token_count`` (``provider="anthropic"`` or
     ``"gemini"``); ``to_anthropic()`` and ``to_gemini()`` send exactly these. ``None``:
     none were counted."""
-    _exclusions_source: ExclusionSource | None = attrs.field(
-        default=None, repr=False, eq=False, alias="exclusions_source"
-    )
-    _prefix_source: Callable[[], int] | None = attrs.field(
-        default=None, repr=False, eq=False, alias="prefix_source"
-    )
-    _shared_messages_source: Callable[[], int] | None = attrs.field(
-        default=None, repr=False, eq=False, alias="shared_messages_source"
-    )
-    _lazy: dict[str, Any] = attrs.field(factory=dict, init=False, repr=False, eq=False)
-
-    def _exclusions(self) -> tuple[tuple[str, ...], Mapping[str, Exclusion]]:
-        found = self._lazy.get("exclusions")
-        if found is None:
-            ids, exclusions = self._exclusions_source() if self._exclusions_source else ((), {})
-            found = ids, read_only(exclusions)
-            self._lazy["exclusions"] = found
-        return found
-
-    @property
-    def prefix_tokens_shared(self) -> int:
-        """Tokens at the start of this request that the previous build of the same history
-        with the same options sent too (what a provider's prompt cache can reuse); 0 when
-        there was none. Worked out on first read, from the two builds' messages."""
-        found = self._lazy.get("prefix")
-        if found is None:
-            found = self._prefix_source() if self._prefix_source else 0
-            self._lazy["prefix"] = found
-        return int(found)
-
-    @property
-    def prefix_messages_shared(self) -> int:
-        """How many leading messages (the system message included) are identical, role and
-        content, to the previous build's of the same history with the same options; 0
-        when there was none. ``to_anthropic(cache=True)`` places a cache marker by it."""
-        found = self._lazy.get("prefix_messages")
-        if found is None:
-            source = self._shared_messages_source
-            found = source() if source else 0
-            self._lazy["prefix_messages"] = found
-        return int(found)
+    exclusions: Mapping[str, Exclusion] = attrs.field(default=NO_EXCLUSIONS, repr=False)
+    """For each left-out chunk id, why it was left out (see :class:`Exclusions`)."""
+    prefix_tokens_shared: int = attrs.field(default=0, eq=False)
+    """Tokens at the start of this request that the previous build of the same history
+    with the same options sent too (what a provider's prompt cache can reuse); 0 when
+    there was none."""
+    prefix_messages_shared: int = attrs.field(default=0, eq=False)
+    """How many leading messages (the system message included) are identical, role and
+    content, to the previous build's of the same history with the same options; 0
+    when there was none. ``to_anthropic(cache=True)`` places a cache marker by it."""
+    state: MemoryState = attrs.field(factory=MemoryState, repr=False, eq=False)
+    """The state this result was built from."""
 
     @property
     def added_turns(self) -> AddedTurns:
@@ -153,13 +300,8 @@ class ContextBuildResult:
 
     @property
     def excluded_chunk_ids(self) -> tuple[str, ...]:
-        """Ids of the left-out chunks, in state order."""
-        return self._exclusions()[0]
-
-    @property
-    def exclusions(self) -> Mapping[str, Exclusion]:
-        """For each left-out chunk id, why it was left out."""
-        return self._exclusions()[1]
+        """Ids of the left-out chunks, in state order (the keys of :attr:`exclusions`)."""
+        return tuple(self.exclusions)
 
     def excluded_for(self, reason: ExclusionReason | str) -> tuple[str, ...]:
         """The ids left out for ``reason``, in state order."""
@@ -200,19 +342,24 @@ class ContextBuildResult:
 
         return to_text(self)
 
-    def to_html(self, state: MemoryState, builder: ChunkXml, **options: Any) -> str:
-        """The build report as one self-contained HTML page.
+    def to_html(self, builder: ChunkXml | None = None, **options: Any) -> str:
+        """The build report as one self-contained HTML page (no network needed).
 
-        ``state`` is the :class:`~memctx.MemoryState` this result was built
-        from, ``builder`` the :class:`~memctx.ContextBuilder` that built it.
-        Keywords: ``previous`` (an earlier build of the same history, to show
-        what entered and left and the shared prefix), ``previous_state``,
-        ``previous_label``, ``tokenizer`` (counts the shared prefix) and
-        ``title``; see :func:`memctx.inspect._report.report_html`.
+        ``builder`` renders the left-out chunks (the builder that built this, when it
+        has renderers of its own; a builder with the installed renderers otherwise).
+        Keywords: ``previous`` (an earlier build of the same history, to show what
+        entered and left and the shared prefix), ``previous_label``, ``tokenizer``
+        (counts the shared prefix; the builder's by default) and ``title``; see
+        :func:`memctx.inspect.report_html`.
         """
-        from memctx.inspect._report import report_html
+        from memctx.inspect import report_html
 
-        return report_html(self, state, builder, **options)
+        return report_html(self, builder, **options)
+
+    def _repr_html_(self) -> str:
+        """The report in a notebook: the page in a frame of its own."""
+        page = html.escape(self.to_html(), quote=True)
+        return f'<iframe srcdoc="{page}" style="width:100%;height:640px;border:0"></iframe>'
 
     def summary(self) -> str:
         """A short, readable report for logs."""

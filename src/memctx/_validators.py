@@ -363,5 +363,7 @@ def check_counting_tools(
     if tokenizer is not None and not is_tokenizer(tokenizer):
         shown = describe(tokenizer)
         raise error(f"tokenizer: {shown} is not a Tokenizer; use memctx.create_tokenizer(model)")
-    if builder is not None and not hasattr(builder, "render_chunk"):
+    if builder is not None and not all(
+        hasattr(builder, m) for m in ("build", "render", "registry")
+    ):
         raise error(f"builder: must be a ContextBuilder, got {type(builder).__name__}")

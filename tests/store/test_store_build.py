@@ -19,6 +19,7 @@ from memctx import (
     create_builder,
     create_tokenizer,
 )
+from memctx._build.builder import counts_of
 from memctx._exceptions import StoreArgumentError
 from memctx.store import CONTEXT_BUILT, MemoryStore
 
@@ -66,7 +67,7 @@ def long_thread(store: MemoryStore) -> str:
 
 def segments(state: MemoryState) -> set[str]:
     builder = create_builder()
-    return {builder.render_chunk(chunk).segment for chunk in state}
+    return {counts_of(builder).render_chunk(chunk).segment for chunk in state}
 
 
 def test_a_store_build_equals_a_build_of_the_current_state(

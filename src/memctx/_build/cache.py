@@ -12,10 +12,11 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Hashable
-from typing import Final, Protocol
+from typing import Final
 
 from memctx._chunk import Chunk, Role
 from memctx._result import ContextBuildResult
+from memctx._render.rendering import XmlRendering
 from memctx._render.segments import PREFIX_CHARS_PER_TOKEN, RenderedChunk, safe_split_point
 from memctx._state import SharedHistory
 from memctx._units import UnitsIndex
@@ -143,7 +144,7 @@ class BuildCaches:
 class ChunkCosts:
     """Roles, segments and token counts of one history's chunks, cached by position.
 
-    ``renderer.render`` makes a chunk's :class:`RenderedChunk` on a miss. When
+    ``renderer.render_chunk`` makes a chunk's :class:`RenderedChunk` on a miss. When
     the tokenizer's counts add up (``counts_add_up``), :meth:`measure_within`
     counts a long chunk in pieces cut where the counts must add up, stops
     once it is over the limit, and keeps what it counted, so a later build
@@ -172,7 +173,7 @@ class ChunkCosts:
         cache: HistoryCache,
         items: list[Chunk],
         chain_key: ChainKey,
-        renderer: ChunkRendering,
+        renderer: XmlRendering,
         tokenizer: Tokenizer,
         count_key: CountKey,
         adds_up: bool,
@@ -191,7 +192,7 @@ class ChunkCosts:
     def rendered(self, position: int) -> RenderedChunk:
         found = self._rendered.get(position)
         if found is None:
-            found = self._rendered[position] = self._renderer.render(self._items[position])
+            found = self._rendered[position] = self._renderer.render_chunk(self._items[position])
         return found
 
     def role(self, position: int) -> Role:
@@ -300,13 +301,3 @@ def prefix_chars(limit: int) -> int:
 def _is_long(chunk: Chunk) -> bool:
     content = chunk.content
     return type(content) is str and len(content) > LONG_CHUNK_CHARS
-
-
-class ChunkRendering(Protocol):
-    """What :class:`ChunkCosts` asks of a builder: render a chunk, its role, a prefix."""
-
-    def render(self, chunk: Chunk) -> RenderedChunk: ...
-
-    def role(self, chunk: Chunk) -> Role: ...
-
-    def render_prefix(self, chunk: Chunk, chars: int) -> str | None: ...

@@ -12,7 +12,7 @@ all of them, when even that is not enough); each choice is in the result's
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -26,15 +26,8 @@ from memctx._result import ContextBuildResult, ExclusionReason
 from memctx._state import MemoryState
 from memctx.typing import Compressor, Tokenizer
 
-
-class PlainBuilder(TokenCounter, Protocol):
-    """What is needed of a :class:`~memctx.ContextBuilder`."""
-
-    tokenizer: Tokenizer
-
-    def build(
-        self, state: MemoryState, max_tokens: int | None = None, **options: Any
-    ) -> ContextBuildResult: ...
+if TYPE_CHECKING:
+    from memctx._build.builder import ContextBuilder
 
 
 @attrs.frozen
@@ -59,7 +52,7 @@ class _OnlyFor:
         return MemoryState((replacement.get(c.id, c) for c in state), thread_id=state.thread_id)
 
 
-def _tokenizer(builder: PlainBuilder, options: Mapping[str, Any]) -> Tokenizer:
+def _tokenizer(builder: ContextBuilder, options: Mapping[str, Any]) -> Tokenizer:
     given = options.get("options")
     found = given.tokenizer if isinstance(given, BuildOptions) else options.get("tokenizer")
     return found if found is not None else builder.tokenizer
@@ -70,14 +63,15 @@ def _fits(result: ContextBuildResult) -> bool:
 
 
 def build_compressed(
-    builder: PlainBuilder,
+    builder: ContextBuilder,
+    counter: TokenCounter,
     state: MemoryState,
     max_tokens: int | None,
     options: dict[str, Any],
     compressors: Iterable[Compressor] | None,
     compress_to_fit: Compressor | None,
 ) -> ContextBuildResult:
-    """Build ``state`` compressed (see the module's docstring)."""
+    """Build ``state`` compressed (see the module's docstring); ``counter`` counts chunks."""
     if compressors is None:
         steps: list[Compressor] = []
     elif isinstance(compressors, str) or not isinstance(compressors, Iterable):
@@ -89,7 +83,7 @@ def build_compressed(
             "compress_to_fit", f"must be a compressor (state -> state), got {compress_to_fit!r}"
         )
     tokenizer = _tokenizer(builder, options)
-    base, report = apply_compressors(state, steps, tokenizer=tokenizer, counter=builder)
+    base, report = apply_compressors(state, steps, tokenizer=tokenizer, counter=counter)
     if compress_to_fit is None:
         return attrs.evolve(builder.build(base, max_tokens, **options), compression=report)
     try:
@@ -98,7 +92,7 @@ def build_compressed(
         result = None  # what must be kept does not fit whole: maybe its renditions do
     if result is not None and _fits(result):
         return attrs.evolve(result, compression=report)
-    candidates = _candidates(base, compress_to_fit, tokenizer, builder)
+    candidates = _candidates(base, compress_to_fit, tokenizer, counter)
     if not candidates:
         if result is None:
             return builder.build(base, max_tokens, **options)  # raises BudgetExceededError
@@ -108,16 +102,16 @@ def build_compressed(
         state,
         [*steps, _OnlyFor(compress_to_fit, frozenset(c.id for c, _ in chosen))],
         tokenizer=tokenizer,
-        counter=builder,
+        counter=counter,
     )
     return attrs.evolve(builder.build(final, max_tokens, **options), compression=report)
 
 
 def _candidates(
-    base: MemoryState, compressor: Compressor, tokenizer: Tokenizer, builder: PlainBuilder
+    base: MemoryState, compressor: Compressor, tokenizer: Tokenizer, counter: TokenCounter
 ) -> list[tuple[Chunk, Chunk]]:
     """``(chunk, cheaper rendition)`` for each chunk ``compressor`` shortens, oldest first."""
-    renditions, report = apply_compressors(base, [compressor], tokenizer=tokenizer, counter=builder)
+    renditions, report = apply_compressors(base, [compressor], tokenizer=tokenizer, counter=counter)
     by_id = {chunk.id: chunk for chunk in renditions}
     found = []
     for change in report.changes:
@@ -135,7 +129,7 @@ def _with(base: MemoryState, chosen: list[tuple[Chunk, Chunk]]) -> MemoryState:
 
 
 def _fewest_that_fit(
-    builder: PlainBuilder,
+    builder: ContextBuilder,
     base: MemoryState,
     candidates: list[tuple[Chunk, Chunk]],
     max_tokens: int | None,

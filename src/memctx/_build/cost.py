@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
+from memctx._build.cache import ChunkCosts
+
 from memctx._chunk import Role
 from memctx._render.segments import SEPARATOR
 from memctx.typing import Tokenizer
@@ -54,20 +56,14 @@ def prompt_segment(system_prompt: str | None) -> str:
 
 
 def cost_model(
-    role: Callable[[int], Role],
-    measure: Callable[[int], int],
-    measure_within: Callable[[int, int], int | None],
-    known: Callable[[int], int | None],
-    overhead: Overheads,
-    prompt_tokens: int,
-    has_system_prompt: bool,
+    costs: ChunkCosts, *, overhead: Overheads, prompt_tokens: int, has_system_prompt: bool
 ) -> CostModel:
-    """The cost model of one build."""
+    """The cost model of one build: ``costs``' roles and counts, and the overheads."""
     return CostModel(
-        role=role,
-        measure=measure,
-        measure_within=measure_within,
-        known=known,
+        role=costs.role,
+        measure=costs.measure,
+        measure_within=costs.measure_within,
+        known=costs.known_tokens,
         overhead=overhead,
         system_base=overhead["system"] + prompt_tokens,
         has_system_prompt=has_system_prompt,

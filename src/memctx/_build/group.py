@@ -1,10 +1,4 @@
-"""The group stage: consecutive chunks of one role become one message.
-
-When the tokenizer's counts of pieces may not add up to the count of the
-whole (the chars/4 estimate rounds per message; a custom tokenizer or a
-renderer may merge across chunks), the messages are counted afresh and the
-oldest unpinned units are dropped while that comes out over the budget.
-"""
+"""The group stage: consecutive chunks of one role become one message."""
 
 from __future__ import annotations
 
@@ -13,18 +7,15 @@ from collections.abc import Callable, Sequence
 import attrs
 
 from memctx._chunk import Chunk, Role
-from memctx._exceptions import BudgetExceededError
 from memctx._build.incremental import MessagesByChunks
 from memctx._chunk import ContextMessage
 from memctx._render.segments import RenderedChunk
 from memctx._build.selection import Selection
-from memctx._units import UnitsIndex
-from memctx.typing import Tokenizer
 
 
 @attrs.frozen
 class Grouped:
-    """The messages of a selection, their exact token count, and what was recounted."""
+    """The messages of a selection, their exact token count, and whether it was recounted."""
 
     messages: tuple[ContextMessage, ...]
     selection: Selection
@@ -32,11 +23,12 @@ class Grouped:
     recounted: bool
 
 
-def group_by_role(
+def group(
     selection: Selection,
     items: Sequence[Chunk],
     rendered: Callable[[int], RenderedChunk],
     prompt_segment: str,
+    *,
     reuse: MessagesByChunks | None = None,
 ) -> tuple[list[ContextMessage], bool]:
     """The messages of ``selection``, and whether their segments' counts add up exactly.
@@ -79,59 +71,3 @@ def group_by_role(
     if run_role is not None:
         add(run_role, run_parts, run_ids)
     return messages, all_safe
-
-
-def group(
-    selection: Selection,
-    items: Sequence[Chunk],
-    rendered: Callable[[int], RenderedChunk],
-    prompt_segment: str,
-    *,
-    counts_add_up: bool,
-    tokenizer: Tokenizer,
-    budget: int | None,
-    pinned: set[int],
-    units: UnitsIndex,
-    reuse: MessagesByChunks | None = None,
-    added_tokens: Callable[[list[ContextMessage]], int] | None = None,
-    reserved: int = 0,
-) -> Grouped:
-    """Group ``selection`` into messages, recounting and trimming when counts may not add up.
-
-    ``added_tokens`` gives the tokens of the turns a provider adapter adds to
-    the messages (counted in), of which ``reserved`` were kept free up front.
-    """
-    extra = added_tokens or (lambda messages: 0)
-    messages, all_safe = group_by_role(selection, items, rendered, prompt_segment, reuse)
-    if counts_add_up and all_safe:
-        used = selection.used - reserved + extra(messages)
-        return Grouped(tuple(messages), selection, used, recounted=False)
-    token_count = tokenizer.count_messages(messages) + extra(messages)
-    while budget is not None and token_count > budget:
-        selection = _drop_oldest(selection, pinned, units, budget, token_count, tokenizer)
-        messages, _ = group_by_role(selection, items, rendered, prompt_segment)
-        token_count = tokenizer.count_messages(messages) + extra(messages)
-    return Grouped(tuple(messages), selection, token_count, recounted=True)
-
-
-def _drop_oldest(
-    selection: Selection,
-    pinned: set[int],
-    units: UnitsIndex,
-    budget: int,
-    needed: int,
-    tokenizer: Tokenizer,
-) -> Selection:
-    """Remove the oldest unpinned unit (a recount gave ``needed`` tokens, over budget)."""
-    for position in sorted(selection.body + selection.system):
-        if position in pinned:
-            continue
-        drop = set(units.unit_members(position) or [position])
-        return Selection(
-            [p for p in selection.body if p not in drop],
-            [p for p in selection.system if p not in drop],
-            selection.used,
-            selection.measured_excluded + sorted(drop),
-            selection.refused,
-        )
-    raise BudgetExceededError(needed, budget, f"counted afresh with {tokenizer.name}")

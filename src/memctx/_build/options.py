@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, Final, Literal, TypeAlias, get_args
+from collections.abc import Iterable, Mapping
+from typing import Any, Final, Literal, TypeAlias, TypedDict, get_args
 
 import attrs
 
@@ -18,7 +18,7 @@ from memctx._build.turns import (
     is_turn_text,
 )
 from memctx._validators import int_in_range, is_bool, is_str, is_tokenizer, optional
-from memctx.typing import Tokenizer
+from memctx.typing import Compressor, Tokenizer
 from memctx.xml import sanitize
 
 Strategy: TypeAlias = Literal["recent", "stable", "priority", "in_order"]
@@ -202,7 +202,33 @@ class BuildOptions:
         return None if self.max_tokens is None else self.max_tokens - self.reserve_tokens
 
 
-def parse_build_options(max_tokens: int | None, options: dict[str, Any]) -> BuildOptions:
+class BuildKwargs(TypedDict, total=False):
+    """The keywords of :meth:`ContextBuilder.build` after ``max_tokens``: the fields of
+    :class:`BuildOptions` (or ``options=BuildOptions(...)`` alone), and compression."""
+
+    reserve_tokens: int
+    tokenizer: Tokenizer | None
+    system_prompt: str | None
+    include_system: bool
+    include_environment: bool
+    exclude_types: Iterable[ChunkType | str] | None
+    include_only_chunk_ids: Iterable[str] | None
+    pinned_chunk_ids: Iterable[str]
+    strategy: Strategy
+    pin_newest: bool
+    pin_pending_calls: bool
+    provider: Provider | None
+    opening_turn: str | None
+    closing_turn: str | None
+    prefill: bool
+    options: BuildOptions
+    compressors: Iterable[Compressor] | None
+    """Run first, in order (see :mod:`memctx.compress`)."""
+    compress_to_fit: Compressor | None
+    """Gives old chunks a cheaper rendition rather than leaving them out for the budget."""
+
+
+def parse_build_options(max_tokens: int | None, options: Mapping[str, Any]) -> BuildOptions:
     """The options of a ``build(state, max_tokens, **options)`` call, validated.
 
     ``options`` holds :class:`BuildOptions` fields as keywords, or only

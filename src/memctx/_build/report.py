@@ -6,140 +6,119 @@ from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 
-from memctx._chunk import Chunk
 from memctx._build.filter import Candidates
 from memctx._build.group import Grouped
-from memctx._chunk import ContextMessage
 from memctx._build.options import BuildOptions
+from memctx._chunk import ContextMessage
 from memctx._render.prefix import shared_messages, shared_prefix_tokens
-from memctx._result import ContextBuildResult, Exclusion, ExclusionReason, ReportDict
 from memctx._render.segments import RenderedChunk
+from memctx._result import (
+    ContextBuildResult,
+    Exclusions,
+    LeftOutFilter,
+    ReportDict,
+    StateRows,
+)
+from memctx._state import MemoryState
 from memctx.typing import Tokenizer
 
 
-class ExclusionReport:
-    """Works out, when first asked, why each left-out chunk was left out.
-
-    It reads only what is fixed when the build returns: the state's chunks
-    (the first ``length`` items of a shared history never change), the
-    filters, the included positions and the token counts this build
-    measured. So the answer is the same whenever it is asked.
-    """
-
-    __slots__ = ("_candidates", "_included", "_tokens")
-
-    def __init__(
-        self, candidates: Candidates, included: frozenset[int], tokens: Mapping[str, int]
-    ) -> None:
-        self._candidates = candidates
-        self._included = included
-        self._tokens = tokens
-
-    def __call__(self) -> tuple[tuple[str, ...], ReportDict]:
-        candidates, included, tokens = self._candidates, self._included, self._tokens
-        items = candidates.items
-        excluded: list[str] = []
-        exclusions: list[tuple[str, Exclusion]] = []
-        for position in range(candidates.length):
-            if position in included:
-                continue
-            chunk_id = items[position].id
-            reason = candidates.reason(position) or ExclusionReason.OVER_BUDGET
-            counted = tokens.get(chunk_id) if reason is ExclusionReason.OVER_BUDGET else None
-            excluded.append(chunk_id)
-            exclusions.append((chunk_id, Exclusion(chunk_id, reason, counted)))
-        return tuple(excluded), ReportDict(exclusions)
+def left_out_filter(candidates: Candidates) -> LeftOutFilter:
+    """The filters of ``candidates`` as a value a result can hold."""
+    only = candidates.only
+    return LeftOutFilter(
+        only=None if only is None else frozenset(candidates.items[p].id for p in only),
+        excluded_types=candidates.excluded_types,
+        include_system=candidates.include_system,
+        include_environment=candidates.include_environment,
+    )
 
 
 def report(
     grouped: Grouped,
-    items: Sequence[Chunk],
+    *,
+    state: MemoryState,
     candidates: Candidates,
     opts: BuildOptions,
-    tokenizer_name: str,
-    token_count_exact: bool,
+    tokenizer: Tokenizer,
+    exact: bool,
     measure: Callable[[int], int],
     known: Callable[[int], int | None],
     rendered: Callable[[int], RenderedChunk],
-    *,
     previous: ContextBuildResult | None,
-    tokenizer: Tokenizer,
     prompt_tokens: int = 0,
 ) -> ContextBuildResult:
-    """The result of a build whose messages are ``grouped``; ``previous`` is the last
-    build of the same history with the same options, if any; ``prompt_tokens`` counts
-    the system prompt's segment."""
+    """The result of a build of ``state`` whose messages are ``grouped``.
+
+    ``measure`` and ``known`` give a position's tokens (counting it, or only when it
+    was counted before); ``previous`` is the last build of the same history with
+    the same options, if any; ``prompt_tokens`` counts the system prompt's segment.
+    """
+    items = state.shared_history.items
     selection = grouped.selection
     included = sorted(selection.body + selection.system)
     included_chunks = tuple(items[p] for p in included)
     measured = [*included, *selection.measured_excluded]
-    chunk_tokens = ReportDict([(items[p].id, measure(p)) for p in measured])  # made once
+    chunk_tokens = ReportDict([(items[p].id, measure(p)) for p in measured])
     # Left-out chunks report what this build knew of them when it returned.
-    excluded_tokens = dict(chunk_tokens)
+    left_out_tokens = {items[p].id: chunk_tokens[items[p].id] for p in selection.measured_excluded}
     for position in selection.refused:
         tokens = known(position)
         if tokens is not None:
-            excluded_tokens[items[position].id] = tokens
+            left_out_tokens[items[position].id] = tokens
     replaced = {}
     for position in included:
         count = rendered(position).replaced
         if count:
             replaced[items[position].id] = count
-    shared = (
-        None
-        if previous is None
-        else SharedPrefix(
-            previous.messages,
-            grouped.messages,
-            tokenizer,
-            None if grouped.recounted else chunk_tokens,
-            prompt_tokens,
-        )
-    )
-    return ContextBuildResult(
+    result = ContextBuildResult(
         messages=grouped.messages,
         token_count=grouped.token_count,
-        token_count_exact=token_count_exact,
+        token_count_exact=exact,
         included_chunk_ids=tuple(chunk.id for chunk in included_chunks),
         chunk_tokens=chunk_tokens,
         replaced_characters=replaced,
-        tokenizer_name=tokenizer_name,
+        tokenizer_name=tokenizer.name,
         strategy=opts.strategy,
         max_tokens=opts.max_tokens,
         reserve_tokens=opts.reserve_tokens,
         recounted=grouped.recounted,
         included_chunks=included_chunks,
-        exclusions_source=ExclusionReport(candidates, frozenset(included), excluded_tokens),
         provider=opts.provider,
         turn_options=opts.turn_options,
-        prefix_source=shared,
-        shared_messages_source=None if shared is None else shared.messages,
+        exclusions=Exclusions(
+            StateRows(state),
+            frozenset(included),
+            left_out_filter(candidates),
+            ReportDict(left_out_tokens),
+        ),
+        state=state,
     )
+    if previous is None:
+        return result
+    return shared_with(result, previous, tokenizer, prompt_tokens)
 
 
 def shared_with(
     result: ContextBuildResult,
     previous: ContextBuildResult,
     tokenizer: Tokenizer,
-    prompt: str | None,
+    prompt_tokens: int,
 ) -> ContextBuildResult:
     """``result`` reporting what its request shares with ``previous``'s (the last build of
-    the same history with the same options); ``prompt`` is the system prompt's segment."""
-
-    def tokens_shared() -> int:
-        counts = None if result.recounted else result.chunk_tokens
-        prompt_tokens = tokenizer.count(prompt) if prompt else 0
-        return SharedPrefix(previous.messages, result.messages, tokenizer, counts, prompt_tokens)()
-
+    the same history with the same options); ``prompt_tokens`` counts the system prompt's
+    segment."""
+    counts = None if result.recounted else result.chunk_tokens
+    shared = SharedPrefix(previous.messages, result.messages, tokenizer, counts, prompt_tokens)
     return attrs.evolve(
         result,
-        prefix_source=tokens_shared,
-        shared_messages_source=lambda: shared_messages(previous.messages, result.messages),
+        prefix_tokens_shared=shared.tokens(),
+        prefix_messages_shared=shared_messages(previous.messages, result.messages),
     )
 
 
 class SharedPrefix:
-    """Works out, when first asked, how many leading tokens two builds' requests share."""
+    """How many leading tokens two builds' requests share."""
 
     __slots__ = ("_chunk_tokens", "_messages", "_previous", "_prompt_tokens", "_tokenizer")
 
@@ -158,7 +137,8 @@ class SharedPrefix:
         self._chunk_tokens = chunk_tokens
         self._prompt_tokens = prompt_tokens
 
-    def __call__(self) -> int:
+    def tokens(self) -> int:
+        """The shared tokens, counted from the chunks' counts where they add up."""
         return shared_prefix_tokens(
             self._messages, self._previous, self._tokenizer, self._content_tokens
         )
@@ -174,7 +154,3 @@ class SharedPrefix:
         except KeyError:
             return None
         return tokens + self._prompt_tokens if message.role == "system" else tokens
-
-    def messages(self) -> int:
-        """How many leading messages the two builds share whole."""
-        return shared_messages(self._previous, self._messages)

@@ -124,12 +124,13 @@ def inspect(
     builder = create_builder(options["tokenizer"])
     result = builder.build(state, max_tokens=max_tokens, **options)
     note(result.summary())
-    previous = previous_state = None
+    previous = None
     label = ""
     if compare_file is not None or compare_max_tokens is not None:
-        previous_state = earlier if earlier is not None else state
         budget = compare_max_tokens if compare_max_tokens is not None else max_tokens
-        previous = builder.build(previous_state, max_tokens=budget, **options)
+        previous = builder.build(
+            earlier if earlier is not None else state, max_tokens=budget, **options
+        )
         label = _file_label(compare_file) if compare_file is not None else "this state"
         if budget != max_tokens:
             label += f" at {'no limit' if budget is None else f'{budget} tokens'}"
@@ -141,7 +142,6 @@ def inspect(
         state,
         builder,
         previous=previous,
-        previous_state=previous_state,
         previous_label=label,
     )
 
@@ -242,12 +242,12 @@ def thread_inspect(
             if given:
                 fail(f"--last rebuilds with the recorded budget and strategy; drop {given[0]}")
             payloads = _recorded_builds(store, thread_id, last)
-    previous = previous_state = None
+    previous = None
     if payloads:
         builds = [_rebuild(builder, visible, p, batch, system_prompt) for p in payloads]
         state, result = builds[-1]
         if len(builds) == 2:
-            previous_state, previous = builds[0]
+            previous = builds[0][1]
     else:
         state = visible
         result = builder.build(state, max_tokens=max_tokens, **options)
@@ -262,6 +262,5 @@ def thread_inspect(
         state,
         builder,
         previous=previous,
-        previous_state=previous_state,
         previous_label=label,
     )

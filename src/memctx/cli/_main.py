@@ -255,7 +255,7 @@ def _load_state(source: str) -> Any:
 @friendly_errors
 def render(state_file: str, model: str | None, output_format: str) -> None:
     """Print each chunk of STATE_FILE ('-': stdin) as XML, under its role."""
-    from memctx._build.builder import create_builder
+    from memctx._build.builder import counts_of, create_builder
     from memctx._render.tokens import create_tokenizer
 
     state = _load_state(state_file)
@@ -264,7 +264,7 @@ def render(state_file: str, model: str | None, output_format: str) -> None:
     rows = []
     for chunk in state:
         role, xml = builder.render(chunk)
-        tokens = builder.tokens(chunk, tokenizer) if tokenizer is not None else None
+        tokens = counts_of(builder).tokens(chunk, tokenizer) if tokenizer is not None else None
         if output_format == "json":
             rows.append(
                 {

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from memctx._build.builder import counts_of
 from memctx._build.compress_report import ChunkChange, CompressionReport
 from memctx._build.compress_step import apply_compressors
 from memctx._build.default import default_builder
@@ -79,4 +80,4 @@ def compress(
     check_counting_tools(tokenizer, builder, CompressionError)
     builder = builder if builder is not None else default_builder()
     tok = tokenizer if tokenizer is not None else builder.tokenizer
-    return apply_compressors(state, compressors, tokenizer=tok, counter=builder)
+    return apply_compressors(state, compressors, tokenizer=tok, counter=counts_of(builder))

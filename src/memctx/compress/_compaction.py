@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from memctx._build.builder import counts_of
 from memctx._build.counts import chunk_tokens
 from memctx._build.default import default_builder
 from memctx._chunk import Chunk, ChunkType
@@ -190,7 +191,7 @@ def compact(
     builder = builder if builder is not None else default_builder()
     tok = tokenizer if tokenizer is not None else builder.tokenizer
     chunks = state.chunks
-    counts = chunk_tokens(builder, state, tok)
+    counts = chunk_tokens(counts_of(builder), state, tok)
     plan = plan_compaction(chunks, keep_recent_tokens, counts)
     return apply_plan(state, plan, counts, summarizer, tok, builder, now)
 
@@ -262,7 +263,7 @@ def apply_plan(
         elif position not in covered_set:
             result.append(chunk)
     new_state = MemoryState(result, thread_id=state.thread_id)
-    summary_tokens = builder.tokens(summary, tok)
+    summary_tokens = counts_of(builder).tokens(summary, tok)
     report = CompactionReport(
         compacted=True,
         reason="compacted",
@@ -315,7 +316,7 @@ class CompactionPolicy:
         builder = builder if builder is not None else default_builder()
         tok = tokenizer if tokenizer is not None else builder.tokenizer
         chunks = state.chunks
-        counts = chunk_tokens(builder, state, tok)
+        counts = chunk_tokens(counts_of(builder), state, tok)
         total = sum(counts)
         if total <= self.trigger_tokens:
             plan = CompactionPlan((), None, total, total)

@@ -1,21 +1,24 @@
 """What the build inspector shows, as plain JSON: every chunk, the units, messages, totals.
 
-Only public attributes of the result, the state and the builder are read (see
-:mod:`memctx.inspect._types`).
+Only public attributes of the result and the state are read, and a chunk's
+rendering (see :mod:`memctx.inspect._types`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from memctx._chunk import Chunk, ChunkType
 from memctx._exceptions import InspectError, RendererError
 from memctx._render.prefix import shared_prefix_tokens
 from memctx._state import MemoryState
-from memctx.inspect._types import BuildReport, ChunkXml
+from memctx.inspect._types import ChunkXml
 from memctx.typing import Tokenizer
+
+if TYPE_CHECKING:
+    from memctx._result import ContextBuildResult
 
 INCLUDED: Final = "included"
 _TAG = re.compile(r"<([^\s/>!?]+)")
@@ -37,7 +40,7 @@ def unit_key(chunk: Chunk) -> tuple[str, str] | None:
     return None
 
 
-def check_matches(result: BuildReport, state: MemoryState, what: str = "result") -> None:
+def check_matches(result: ContextBuildResult, state: MemoryState, what: str = "result") -> None:
     """Raise :class:`InspectError` unless ``result`` reports on exactly ``state``'s chunks."""
     reported = set(result.included_chunk_ids) | set(result.excluded_chunk_ids)
     ids = [chunk.id for chunk in state]
@@ -86,7 +89,7 @@ def _render(builder: ChunkXml, chunk: Chunk) -> tuple[str, str]:
 
 
 def chunk_rows(
-    result: BuildReport, state: MemoryState, builder: ChunkXml
+    result: ContextBuildResult, state: MemoryState, builder: ChunkXml
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """One row per chunk in state order, and the units (``members`` are row positions)."""
     message_of = {cid: n for n, m in enumerate(result.messages) for cid in m.chunk_ids}
@@ -161,7 +164,7 @@ def totals(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {"by_type": dict(sorted(by_type.items())), "by_status": ordered}
 
 
-def messages(result: BuildReport, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def messages(result: ContextBuildResult, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each message: its role, the row positions of its chunks, its length in characters."""
     position = {row["id"]: n for n, row in enumerate(rows)}
     return [
@@ -175,9 +178,9 @@ def messages(result: BuildReport, rows: Sequence[dict[str, Any]]) -> list[dict[s
 
 
 def comparison(
-    result: BuildReport,
+    result: ContextBuildResult,
     rows: list[dict[str, Any]],
-    previous: BuildReport,
+    previous: ContextBuildResult,
     previous_state: MemoryState | None,
     tokenizer: Tokenizer,
     label: str,
@@ -223,22 +226,19 @@ def comparison(
 
 
 def report_data(
-    result: BuildReport,
+    result: ContextBuildResult,
     state: MemoryState,
     builder: ChunkXml,
     *,
     title: str,
-    previous: BuildReport | None = None,
-    previous_state: MemoryState | None = None,
+    previous: ContextBuildResult | None = None,
     previous_label: str = "the previous build",
     tokenizer: Tokenizer | None = None,
 ) -> dict[str, Any]:
     """Everything the page shows, as JSON-ready values."""
     check_matches(result, state)
-    if previous_state is not None:
-        if previous is None:
-            raise InspectError("previous_state was given without previous (its result)")
-        check_matches(previous, previous_state, "previous result")
+    if previous is not None:
+        check_matches(previous, previous.state, "previous result")
     rows, units = chunk_rows(result, state, builder)
     data: dict[str, Any] = {
         "title": title,
@@ -260,7 +260,12 @@ def report_data(
         "compare": None,
     }
     if previous is not None:
-        counter = tokenizer if tokenizer is not None else builder.tokenizer
+        counter = tokenizer if tokenizer is not None else getattr(builder, "tokenizer", None)
+        if counter is None:
+            raise InspectError(
+                f"to count the shared prefix, pass tokenizer= (the builds counted with "
+                f"{result.tokenizer_name!r}) or the builder that built them"
+            )
         for other in (result, previous):
             if other.tokenizer_name != counter.name:
                 raise InspectError(
@@ -268,6 +273,6 @@ def report_data(
                     f"(not {counter.name!r}) to count the shared prefix"
                 )
         data["compare"] = comparison(
-            result, rows, previous, previous_state, counter, previous_label
+            result, rows, previous, previous.state, counter, previous_label
         )
     return data

@@ -6,13 +6,20 @@ is made in :mod:`memctx.inspect._data` and its HTML in :mod:`memctx.inspect._pag
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from memctx._exceptions import InspectError
+from memctx._render.registry import RendererRegistry
+from memctx._render.rendering import XmlRendering
 from memctx._state import MemoryState
 from memctx._validators import is_tokenizer
 from memctx.inspect._data import report_data
 from memctx.inspect._page import render_page
-from memctx.inspect._types import BuildReport, ChunkXml
+from memctx.inspect._types import ChunkXml
 from memctx.typing import Tokenizer
+
+if TYPE_CHECKING:
+    from memctx._result import ContextBuildResult
 
 
 def default_title(state: MemoryState) -> str:
@@ -21,37 +28,34 @@ def default_title(state: MemoryState) -> str:
 
 
 def report_html(
-    result: BuildReport,
-    state: MemoryState,
-    builder: ChunkXml,
+    result: ContextBuildResult,
+    builder: ChunkXml | None = None,
     *,
-    previous: BuildReport | None = None,
-    previous_state: MemoryState | None = None,
+    previous: ContextBuildResult | None = None,
     previous_label: str = "the previous build",
     tokenizer: Tokenizer | None = None,
     title: str | None = None,
 ) -> str:
-    """The report of ``result`` (a build of ``state``) as one HTML page.
+    """The report of ``result`` (a build of ``result.state``) as one HTML page.
 
-    ``builder`` renders each chunk's XML: pass the one that built ``result``.
-    With ``previous`` (an earlier build of the same history) the page also
-    shows what entered and left since then and how many leading tokens the
-    two requests share, counted with ``tokenizer`` (default: the builder's),
-    which must be the one both builds counted with. ``previous_state``, when
-    given, names the chunks that left and are no longer in ``state``. Raises
-    :class:`~memctx.InspectError` when a result does not report on exactly
-    its state's chunks.
+    ``builder`` renders each chunk's XML: pass the one that built ``result`` when it
+    has renderers of its own (default: the installed renderers). With ``previous``
+    (an earlier build of the same history) the page also shows what entered and
+    left since then and how many leading tokens the two requests share, counted
+    with ``tokenizer`` (default: the builder's), which must be the one both builds
+    counted with. Raises :class:`~memctx.InspectError` for an argument of the wrong
+    kind, or a result that does not report on exactly its state's chunks.
     """
-    _check_arguments(state, builder, previous, previous_state, previous_label, tokenizer, title)
+    _check_arguments(result, builder, previous, previous_label, tokenizer, title)
+    state = result.state
     if title is None:
         title = default_title(state)
     data = report_data(
         result,
         state,
-        builder,
+        builder if builder is not None else XmlRendering(RendererRegistry()),
         title=title,
         previous=previous,
-        previous_state=previous_state,
         previous_label=previous_label,
         tokenizer=tokenizer,
     )
@@ -59,27 +63,26 @@ def report_html(
 
 
 def _check_arguments(
-    state: object,
+    result: object,
     builder: object,
     previous: object,
-    previous_state: object,
     previous_label: object,
     tokenizer: object,
     title: object,
 ) -> None:
     """:class:`InspectError` for an argument of the wrong kind, before anything is read."""
-    if not isinstance(state, MemoryState):
-        raise InspectError(f"state: must be a MemoryState, got {type(state).__name__}")
-    if not (hasattr(builder, "render") and hasattr(builder, "tokenizer")):
+    if not _is_result(result):
+        raise InspectError(f"result: must be a build result, got {type(result).__name__}")
+    if builder is not None and not callable(getattr(builder, "render", None)):
         raise InspectError(f"builder: must be a ContextBuilder, got {type(builder).__name__}")
-    if previous is not None and not hasattr(previous, "included_chunk_ids"):
+    if previous is not None and not _is_result(previous):
         raise InspectError(f"previous: must be a build result, got {type(previous).__name__}")
-    if previous_state is not None and not isinstance(previous_state, MemoryState):
-        raise InspectError(
-            f"previous_state: must be a MemoryState, got {type(previous_state).__name__}"
-        )
     for name, text in (("previous_label", previous_label), ("title", title)):
         if text is not None and not isinstance(text, str):
             raise InspectError(f"{name}: must be text, got {type(text).__name__}")
     if tokenizer is not None and not is_tokenizer(tokenizer):
         raise InspectError(f"tokenizer: must be a Tokenizer, got {tokenizer!r}")
+
+
+def _is_result(value: object) -> bool:
+    return hasattr(value, "included_chunk_ids") and hasattr(value, "state")

@@ -56,9 +56,9 @@ def format_build_result(result: ContextBuildResult) -> str:
     rows: list[tuple[str, str, str, str]] = []
     for chunk_id in result.included_chunk_ids:
         rows.append(("included", chunk_id, _tokens(result.chunk_tokens.get(chunk_id)), ""))
-    for chunk_id in result.excluded_chunk_ids:
-        exclusion = result.exclusions[chunk_id]
-        rows.append(("excluded", chunk_id, _tokens(exclusion.tokens), exclusion.reason.value))
+    for chunk_id, exclusion in result.exclusions.items():
+        tokens = _tokens(exclusion.tokens, estimated=exclusion.tokens_estimated)
+        rows.append(("excluded", chunk_id, tokens, exclusion.reason.value))
     id_width = max((len(row[1]) for row in rows), default=0)
     token_width = max((len(row[2]) for row in rows), default=0)
     lines = ["=== report ===", result.summary()]
@@ -70,8 +70,11 @@ def format_build_result(result: ContextBuildResult) -> str:
     return "\n".join(lines) + "\n\n" + format_messages(result.messages)
 
 
-def _tokens(count: int | None) -> str:
-    return "-" if count is None else f"{count} tokens"
+def _tokens(count: int | None, *, estimated: bool = False) -> str:
+    """A count as the report shows it: ``~`` marks an estimate, ``-`` none."""
+    if count is None:
+        return "-"
+    return f"~{count} tokens" if estimated else f"{count} tokens"
 
 
 def with_final_newline(text: str) -> str:

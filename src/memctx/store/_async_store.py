@@ -14,7 +14,7 @@ import datetime as dt
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Concatenate, Literal, ParamSpec, Self, TypeVar
+from typing import Any, Concatenate, Literal, ParamSpec, Self, TypeVar, Unpack
 
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
@@ -24,7 +24,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from memctx._build.builder import ContextBuilder, create_builder
 from memctx._build.compress_report import CompressionReport
-from memctx._build.options import parse_build_options
+from memctx._build.options import BuildKwargs, parse_build_options
 from memctx._chunk import Chunk, ChunkType
 from memctx._exceptions import StoreError, ThreadExistsError
 from memctx._progress import Progress
@@ -356,7 +356,7 @@ class AsyncMemoryStore:
         max_tokens: int | None = None,
         *,
         builder: ContextBuilder | None = None,
-        **options: Any,
+        **options: Unpack[BuildKwargs],
     ) -> ContextBuildResult:
         """See :meth:`MemoryStore.build` (the build itself runs in the event loop)."""
         builder = self._builder_for(builder)

@@ -6,7 +6,7 @@ make, so a build after a restart counts only chunks that were never counted.
 Counts are keyed by the chunk (its thread and sequence number: stored chunks
 never change), the tokenizer's ``cache_key`` (``tiktoken:o200k_base``,
 ``estimate``) and a hash of the builder's
-:attr:`~memctx.ContextBuilder.renderer_fingerprint`. A tokenizer without a
+the renderer fingerprint (``counts_of(builder).renderer_fingerprint``). A tokenizer without a
 ``cache_key`` is not cached.
 
 Three steps, so the build itself runs outside any transaction: read the
@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 import attrs
 from sqlmodel import Session
 
-from memctx._build.builder import ContextBuilder
+from memctx._build.builder import ContextBuilder, counts_of
 from memctx._build.options import BuildOptions
 from memctx._chunk import Chunk
 from memctx._exceptions import StoreArgumentError
@@ -165,7 +165,7 @@ def tokenizer_key(tokenizer: object) -> str | None:
 
 def renderer_key(builder: ContextBuilder) -> str:
     """A short, stable name for the builder's renderer chain."""
-    return hashlib.sha256(builder.renderer_fingerprint.encode("utf-8")).hexdigest()[:32]
+    return hashlib.sha256(counts_of(builder).renderer_fingerprint.encode("utf-8")).hexdigest()[:32]
 
 
 def cache_keys(builder: ContextBuilder, options: BuildOptions) -> tuple[str | None, str]:
@@ -236,12 +236,12 @@ def build_loaded(
     if key is not None:
         stored.update(seqs[p] for p in seeds)
         if seeds:
-            builder.seed_token_counts(state, tokenizer, seeds)
+            counts_of(builder).seed_token_counts(state, tokenizer, seeds)
     reused = len(stored) if key is not None else 0
     result = builder.build(state, options=options)
     counted: dict[int, int] = {}
     if key is not None:
-        for position, count in builder.token_counts(state, tokenizer).items():
+        for position, count in counts_of(builder).token_counts(state, tokenizer).items():
             seq = seqs[position]
             if seq not in stored:
                 counted[seq] = count

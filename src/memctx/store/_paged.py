@@ -30,17 +30,24 @@ budget — is built from every visible row, as before (:mod:`._build`).
 
 from __future__ import annotations
 
+import bisect
 import weakref
-from collections.abc import Callable, Generator, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Hashable, Iterable, Sequence
 from typing import Any
 
 import attrs
 
-from memctx._build.builder import ContextBuilder
+from memctx._build.builder import ContextBuilder, counts_of
 from memctx._build.options import BuildOptions
 from memctx._chunk import Chunk, ChunkType
 from memctx._exceptions import StoreError
-from memctx._result import ContextBuildResult, Exclusion, ExclusionReason, ReportDict
+from memctx._result import (
+    ContextBuildResult,
+    ExclusionReason,
+    Exclusions,
+    LeftOutFilter,
+    ReportDict,
+)
 from memctx._state import MemoryState
 from memctx.store._paged_thread import PagedThread, Start, read_rows, read_start
 from memctx.typing import Tokenizer
@@ -89,6 +96,15 @@ class Filters:
         if self.only is not None and self.ids[i] not in self.only:
             return False
         return self.types[i] not in self.excluded
+
+    def left_out_filter(self) -> LeftOutFilter:
+        """These filters as a value a result holds."""
+        return LeftOutFilter(
+            only=None if self.only is None else frozenset(self.only),
+            excluded_types=frozenset(ChunkType(kind) for kind in self.excluded),
+            include_system=self.include_system,
+            include_environment=self.include_environment,
+        )
 
     def reason(self, i: int) -> ExclusionReason:
         """Why a row outside the reach is left out."""
@@ -173,34 +189,59 @@ def _keys(units: Sequence[str | None], positions: Iterable[int]) -> set[str]:
     return {key for key in map(units.__getitem__, positions) if key is not None}
 
 
-class PagedExclusions:
+@attrs.frozen
+class PagedRows:
+    """The rows of a paged build: every visible row of the thread when it was built, and
+    the chunks of those it read (its reach)."""
+
+    ids: tuple[str, ...]
+    types: tuple[str, ...]
+    reach: MemoryState
+    reach_index: tuple[int, ...]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def id_at(self, position: int) -> str:
+        return self.ids[position]
+
+    def type_at(self, position: int) -> ChunkType:
+        return ChunkType(self.types[position])
+
+    def chunk_at(self, position: int) -> Chunk | None:
+        found = bisect.bisect_left(self.reach_index, position)
+        if found < len(self.reach_index) and self.reach_index[found] == position:
+            return self.reach[found]
+        return None
+
+    def position_of(self, chunk_id: str) -> int | None:
+        if chunk_id in self.reach:
+            return self.reach_index[self.reach.index_of(chunk_id)]
+        try:
+            return self.ids.index(chunk_id)
+        except ValueError:
+            return None
+
+
+def paged_exclusions(
+    thread: PagedThread, filters: Filters, inner: ContextBuildResult
+) -> Exclusions:
     """The left-out chunks of a paged build: those of the reach's build and every row
-    outside the reach, in the thread's order (worked out when first asked)."""
-
-    __slots__ = ("_filters", "_ids", "_inner", "_length")
-
-    def __init__(self, thread: PagedThread, filters: Filters, inner: ContextBuildResult) -> None:
-        self._ids = thread.ids
-        self._length = len(thread)
-        self._filters = filters
-        self._inner = inner
-
-    def __call__(self) -> tuple[tuple[str, ...], Mapping[str, Exclusion]]:
-        inner = self._inner.exclusions
-        included = set(self._inner.included_chunk_ids)
-        excluded: list[str] = []
-        exclusions: list[tuple[str, Exclusion]] = []
-        ids, reason = self._ids, self._filters.reason
-        for i in range(self._length):
-            chunk_id = ids[i]
-            if chunk_id in included:
-                continue
-            found = inner.get(chunk_id)
-            excluded.append(chunk_id)
-            exclusions.append(
-                (chunk_id, found if found is not None else Exclusion(chunk_id, reason(i)))
-            )
-        return tuple(excluded), ReportDict(exclusions)
+    outside the reach."""
+    reach_index = tuple(thread.reach_index)
+    sent = frozenset(reach_index[inner.state.index_of(i)] for i in inner.included_chunk_ids)
+    measured = {
+        i: e.tokens
+        for i, e in inner.exclusions.items()
+        if e.tokens is not None and not e.tokens_estimated
+    }
+    counts = thread.counts
+    ids = tuple(thread.ids)
+    for position, tokens in counts.items():
+        if position not in sent and position < len(ids):
+            measured.setdefault(ids[position], tokens)
+    rows = PagedRows(ids, tuple(thread.types), inner.state, reach_index)
+    return Exclusions(rows, sent, filters.left_out_filter(), ReportDict(measured))
 
 
 @attrs.frozen
@@ -240,7 +281,7 @@ def paged_build(
         filters = Filters(kept, options)
 
         def count(chunk: Chunk) -> int:
-            return tokenizer.count(builder.render_chunk(chunk).segment)
+            return tokenizer.count(counts_of(builder).render_chunk(chunk).segment)
 
         found = plan(kept, options, filters, count)
     while found.read:
@@ -260,7 +301,7 @@ def paged_build(
         reused = _seed(kept, builder, tokenizer, counts_key, state, fresh)
         inner = builder.build(state, options=options)
         counted = _new_counts(kept, builder, tokenizer, state)
-    result = attrs.evolve(inner, exclusions_source=PagedExclusions(kept, filters, inner))
+    result = attrs.evolve(inner, exclusions=paged_exclusions(kept, filters, inner))
     return kept, PagedBuilt(result, counted, reused, len(kept), read)
 
 
@@ -306,7 +347,7 @@ def _seed(
     counts, index = thread.counts, thread.reach_index
     seeds = {p: counts[index[p]] for p in range(begin, len(state)) if index[p] in counts}
     if seeds:
-        builder.seed_token_counts(state, tokenizer, seeds)
+        counts_of(builder).seed_token_counts(state, tokenizer, seeds)
     seeded[counts_key] = len(state)
     stored = thread.stored
     return sum(1 for i in index if i in stored)
@@ -317,7 +358,7 @@ def _new_counts(
 ) -> dict[int, int]:
     """Counts not stored yet (the builder's and those made to page), by sequence number."""
     index, stored, counts = thread.reach_index, thread.stored, thread.counts
-    for position, tokens in builder.token_counts(state, tokenizer).items():
+    for position, tokens in counts_of(builder).token_counts(state, tokenizer).items():
         counts.setdefault(index[position], tokens)
     new = [i for i in index if i in counts and i not in stored]
     stored.update(new)

@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import partial
-from typing import Any, Concatenate, Literal, ParamSpec, Self, TypeVar
+from typing import Any, Concatenate, Literal, ParamSpec, Self, TypeVar, Unpack
 
 from sqlalchemy import Engine
 from sqlalchemy.engine import URL
@@ -22,7 +22,7 @@ from sqlmodel import Session
 
 from memctx._build.builder import ContextBuilder, create_builder
 from memctx._build.compress_report import CompressionReport
-from memctx._build.options import parse_build_options
+from memctx._build.options import BuildKwargs, parse_build_options
 from memctx._chunk import Chunk, ChunkType
 from memctx._exceptions import StoreError, ThreadExistsError
 from memctx._progress import Progress
@@ -446,7 +446,7 @@ class MemoryStore:
         max_tokens: int | None = None,
         *,
         builder: ContextBuilder | None = None,
-        **options: Any,
+        **options: Unpack[BuildKwargs],
     ) -> ContextBuildResult:
         """Build the thread's visible chunks, as :meth:`ContextBuilder.build` does.
 

@@ -1,0 +1,66 @@
+"""The recount stage: when counts of pieces may not add up, count the messages afresh.
+
+The chars/4 estimate rounds per message, and a custom tokenizer or a renderer
+may merge text across chunks, so the sum of the chunks' counts may differ from
+the count of the messages. Then the messages are counted whole, and while that
+comes out over the budget the oldest unpinned unit is dropped and they are
+grouped again. A build whose counts add up never runs this stage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from memctx._build.group import Grouped, group
+from memctx._build.selection import Selection
+from memctx._chunk import Chunk, ContextMessage
+from memctx._exceptions import BudgetExceededError
+from memctx._render.segments import RenderedChunk
+from memctx._units import UnitsIndex
+from memctx.typing import Tokenizer
+
+
+def recount(
+    selection: Selection,
+    messages: list[ContextMessage],
+    *,
+    items: Sequence[Chunk],
+    rendered: Callable[[int], RenderedChunk],
+    prompt_segment: str,
+    tokenizer: Tokenizer,
+    budget: int | None,
+    pinned: set[int],
+    units: UnitsIndex,
+    added_tokens: Callable[[list[ContextMessage]], int],
+) -> Grouped:
+    """The messages counted whole (with the ``added_tokens`` of an adapter's turns), the
+    oldest unpinned units dropped while they come out over ``budget``."""
+    token_count = tokenizer.count_messages(messages) + added_tokens(messages)
+    while budget is not None and token_count > budget:
+        selection = _drop_oldest(selection, pinned, units, budget, token_count, tokenizer)
+        messages, _ = group(selection, items, rendered, prompt_segment)
+        token_count = tokenizer.count_messages(messages) + added_tokens(messages)
+    return Grouped(tuple(messages), selection, token_count, recounted=True)
+
+
+def _drop_oldest(
+    selection: Selection,
+    pinned: set[int],
+    units: UnitsIndex,
+    budget: int,
+    needed: int,
+    tokenizer: Tokenizer,
+) -> Selection:
+    """Remove the oldest unpinned unit (a recount gave ``needed`` tokens, over budget)."""
+    for position in sorted(selection.body + selection.system):
+        if position in pinned:
+            continue
+        drop = set(units.unit_members(position) or [position])
+        return Selection(
+            [p for p in selection.body if p not in drop],
+            [p for p in selection.system if p not in drop],
+            selection.used,
+            selection.measured_excluded + sorted(drop),
+            selection.refused,
+        )
+    raise BudgetExceededError(needed, budget, f"counted afresh with {tokenizer.name}")

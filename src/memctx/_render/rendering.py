@@ -1,0 +1,58 @@
+"""A chunk as a build sends it: the registry's rendering in one XML content mode, checked.
+
+:class:`XmlRendering` is what a builder renders with, and what the inspector and
+snapshots use when they are given no builder.
+"""
+
+from __future__ import annotations
+
+from memctx._chunk import Chunk, Role
+from memctx._render.registry import RendererRegistry
+from memctx._render.segments import SEPARATOR, RenderedChunk
+from memctx.xml import (
+    DEFAULT_CONTENT_MODE,
+    SafeXml,
+    XmlContentMode,
+    content_mode,
+    count_forbidden,
+    sanitize,
+)
+
+
+class XmlRendering:
+    """Renders chunks with ``registry`` in the ``content`` mode of :mod:`memctx.xml`."""
+
+    __slots__ = ("content", "registry")
+
+    def __init__(
+        self, registry: RendererRegistry, content: XmlContentMode = DEFAULT_CONTENT_MODE
+    ) -> None:
+        self.registry = registry
+        self.content: XmlContentMode = content
+
+    def render_chunk(self, chunk: Chunk) -> RenderedChunk:
+        """``chunk``'s role, segment (its XML and a newline) and replaced characters."""
+        with content_mode(self.content):  # how render_element writes content
+            role, xml = self.registry.render(chunk)
+        if type(xml) is SafeXml:
+            replaced = xml.replaced
+        else:  # a renderer that did not use render_element: check its output
+            replaced = count_forbidden(xml)
+            if replaced:
+                xml = sanitize(xml)
+        return RenderedChunk(role, xml + SEPARATOR, replaced)
+
+    def render(self, chunk: Chunk) -> tuple[Role, str]:
+        """``(role, xml)`` of ``chunk``, as a build sends it."""
+        found = self.render_chunk(chunk)
+        return found.role, found.segment[: -len(SEPARATOR)]
+
+    def role(self, chunk: Chunk) -> Role:
+        """``chunk``'s role, without rendering it."""
+        return self.registry.role(chunk)
+
+    def render_prefix(self, chunk: Chunk, chars: int) -> str | None:
+        """The start of ``chunk``'s XML with at most ``chars`` of its content, or None."""
+        with content_mode(self.content):
+            text = self.registry.render_prefix(chunk, chars)
+        return None if text is None else sanitize(text)
