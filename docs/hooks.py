@@ -1,0 +1,23 @@
+"""MkDocs hooks for the memctx site (not a page: excluded in mkdocs.yml).
+
+``memctx`` loads most of its commands only when they run (``memctx.cli.COMMANDS``);
+mkdocs-click documents the commands a group holds, so the CLI reference asks the
+group for every command it lists first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+
+def on_startup(**_: Any) -> None:
+    """Load every ``memctx`` command into the group, for the CLI reference."""
+    from memctx.cli import main
+
+    ctx = click.Context(main)
+    for name in main.list_commands(ctx):
+        command = main.get_command(ctx, name)
+        if command is not None and name not in main.commands:
+            main.add_command(command, name)
