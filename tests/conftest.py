@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -67,6 +68,14 @@ def coding_state() -> MemoryState:
         ],
         thread_id="t-coding",
     )
+
+
+@pytest.fixture
+def fresh_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty working directory whose default store is a file in it (for the docs' examples)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MEMCTX_DATABASE_URL", f"sqlite:///{tmp_path / 'memory.db'}")
+    return tmp_path
 
 
 @pytest.fixture(scope="session")

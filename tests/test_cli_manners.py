@@ -275,10 +275,10 @@ class TestJsonFormat:
         ]
         assert without == []
 
-    def test_the_readme_documents_each_json_schema_and_the_output_has_those_keys(
+    def test_the_docs_document_each_json_schema_and_the_output_has_those_keys(
         self, tmp_path: Path
     ) -> None:
-        documented = readme_json_schemas()
+        documented = documented_json_schemas()
         db = str(tmp_path / "m.db")
         state = tmp_path / "state.json"
         chunk = tmp_path / "chunk.json"
@@ -348,10 +348,10 @@ def roles(coder: str, reviewer: str, tester: str) -> tuple[str, ...]:
     )
 
 
-def readme_json_schemas() -> dict[str, list[str]]:
-    """The README's "JSON output" table: command -> the top-level keys of its schema."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("### JSON output", 1)[1].split("\n#", 1)[0]
+def documented_json_schemas() -> dict[str, list[str]]:
+    """The "JSON output" table of docs/cli.md: command -> the top-level keys of its schema."""
+    text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    section = text.split("## JSON output", 1)[1].split("\n#", 1)[0]
     schemas = {}
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -455,9 +455,9 @@ class TestVersionAndEntryPoints:
         ).stdout
         assert help_text.startswith("Usage: memctx ")
 
-    def test_shell_completion_works_as_the_readme_says(self) -> None:
-        readme = (ROOT / "README.md").read_text(encoding="utf-8")
-        assert 'eval "$(_MEMCTX_COMPLETE=bash_source memctx)"' in readme
+    def test_shell_completion_works_as_the_docs_say(self) -> None:
+        page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+        assert 'eval "$(_MEMCTX_COMPLETE=bash_source memctx)"' in page
         env = {
             **os.environ,
             "_MEMCTX_COMPLETE": "bash_complete",

@@ -72,7 +72,7 @@ XmlContentMode: TypeAlias = Literal["escape", "cdata"]
 CONTENT_MODES: Final[tuple[str, ...]] = ("escape", "cdata")
 DEFAULT_CONTENT_MODE: Final[XmlContentMode] = "cdata"
 """A builder's mode unless told otherwise; chosen from measurements on three real agent
-runs (see the README, "The XML")."""
+runs (see docs/chunks-and-xml.md, "The XML")."""
 _MODE: ContextVar[str] = ContextVar("memctx_xml_content_mode", default="escape")
 _ALLOWED_ASCII: Final = bytes([0x09, 0x0A, 0x0D, *range(0x20, 0x80)])
 

@@ -64,6 +64,6 @@ class RenderedChunk:
         self.replaced = replaced
         # Token counts of segments add up exactly when each segment after the
         # first in a message starts with a character that cannot join the
-        # newline before it into one pre-token (see the README, "Exactness").
+        # newline before it into one pre-token (see docs/building-and-budgets.md, "Exact counts").
         first = segment[:1]
         self.safe_start = bool(first) and splits_after_newline(first)

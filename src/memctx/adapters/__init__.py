@@ -28,7 +28,7 @@ a different one given to the adapter raises :class:`~memctx.TurnMismatchError`).
 
 ``to_anthropic(cache=True)`` adds ``cache_control`` breakpoints on the stable
 prefix (the system prompt, and the messages the previous request sent or the
-next one will repeat; see the README's "Prompt caching").
+next one will repeat; see "Prompt caching" in docs/strategies-and-caching.md).
 A native request is a different text (no XML around calls and results, the
 provider's own tool format instead) whose size no published formula gives,
 so it is not counted; expect it near the text form's count.

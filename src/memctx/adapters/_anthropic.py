@@ -60,7 +60,7 @@ def to_anthropic(
     (at most four with those in ``tool_definitions``): the system prompt
     (``system`` is then a list of one text block) and the messages that the
     previous request sent or the next one will repeat; the rule is in
-    :mod:`memctx.adapters._cache` and the README.
+    :mod:`memctx.adapters._cache` and docs/strategies-and-caching.md.
     """
     check_flag("cache", cache)
     definitions = checked_tool_definitions(tool_definitions)

@@ -4,7 +4,7 @@
 the prompt it gets (persona and colleagues, the history window, the input),
 built like ``memctx build`` builds a state. Every command takes ``--db URL``,
 as ``memctx thread`` does, and ``--format json`` (the schemas are in each
-``--format`` help and the README's "JSON output" table).
+``--format`` help and the "JSON output" table of docs/cli.md).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ without ``--format``; :func:`build_options` gives the original five options only
 Choices are case-insensitive (``--type environment`` = ``ENVIRONMENT``): make
 them with :func:`choice`. ``--format`` is made with :func:`format_option`; each
 command documents the schema of its ``json`` output in its help text and in
-the README's "JSON output" table.
+the "JSON output" table of docs/cli.md.
 """
 
 from __future__ import annotations

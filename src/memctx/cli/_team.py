@@ -6,7 +6,7 @@ commands that write (``add``, ``task``, ``import``) create it, the others
 need it to exist. Data goes to stdout, notes to stderr; bad input is one
 ``memctx: error: ...`` line and a non-zero exit. Commands that print data
 take ``--format json`` (the schema is in each ``--format`` help and in the
-README's "JSON output" table).
+"JSON output" table of docs/cli.md).
 """
 
 from __future__ import annotations
