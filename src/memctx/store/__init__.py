@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         ThreadInfo,
     )
     from memctx.store._schema import SCHEMA_VERSION
+    from memctx.store._search import SearchHit
     from memctx.store._snapshot import SNAPSHOT_STORE_VERSION
     from memctx.store._store import MemoryStore
 
@@ -61,6 +62,7 @@ _MODULES = {
     "StoreEvent": "_records",
     "ThreadInfo": "_records",
     "SCHEMA_VERSION": "_schema",
+    "SearchHit": "_search",
     "SNAPSHOT_STORE_VERSION": "_snapshot",
     "MemoryStore": "_store",
 }
@@ -77,6 +79,7 @@ __all__ = [
     "AsyncMemoryStore",
     "Batch",
     "MemoryStore",
+    "SearchHit",
     "StoreEvent",
     "StoredChunk",
     "ThreadInfo",
