@@ -32,7 +32,7 @@ from memctx._validators import describe
 from memctx.store._queries import check_thread_id, get_batch, get_thread
 from memctx.store._row_reads import rows_by_seq, visible_seqs
 from memctx.store._schema import row_to_chunk
-from memctx.store._search_index import KEY_SHIFT, thread_key, words
+from memctx.store._search_index import KEY_SHIFT, MAX_WORD, thread_key, words
 
 MAX_QUERY_WORDS: Final = 64
 """Words of a query that are searched; the rest is ignored."""
@@ -89,7 +89,7 @@ def check_search(
         raise StoreArgumentError(f"limit must be a positive int, got {describe(limit)}")
     if visible is not None and not isinstance(visible, bool):
         raise StoreArgumentError(f"visible must be True, False or None, got {describe(visible)}")
-    return words(query)[:MAX_QUERY_WORDS], limit, _types(types), visible
+    return words(query, cut=False)[:MAX_QUERY_WORDS], limit, _types(types), visible
 
 
 def search(
@@ -136,14 +136,15 @@ def _ranked(
     limit: int | None,
 ) -> Iterator[tuple[int, float]]:
     """``(seq, score)`` of the matching chunks, best first (all of them when ``limit`` is None)."""
-    terms = list(dict.fromkeys(found))
     if connection.dialect.name == "postgresql":
+        found = [w[:MAX_WORD] for w in found]  # as the index holds them
+        terms = list(dict.fromkeys(found))
         statement, params = _postgresql(thread_id, chunk_count, found, terms)
     else:
         key = thread_key(connection, thread_id, create=False)
         if key is None:  # nothing of the thread was ever indexed
             return
-        statement, params = _sqlite(key, found, terms)
+        statement, params = _sqlite(key, found, list(dict.fromkeys(found)))
     params["t"] = thread_id
     if types is not None:
         statement = (

@@ -1,27 +1,27 @@
 """The full-text index of every stored chunk, written with the chunk in the same transaction.
 
-What a chunk is found by (:func:`chunk_words`): the words of its content (text
-as is; JSON content by its keys and values, not its escapes) and of its
-``tool``, ``skill`` and ``call_id`` metadata. A word is a run of Unicode
-letters and digits (``jsonrep.py`` is ``jsonrep`` and ``py``, ``KeyError`` is
-``keyerror``), case-folded and cut at :data:`MAX_WORD` characters. memctx
-splits the words itself, for both backends alike, so a query finds the same
-chunks on either; of a chunk longer than :data:`MAX_INDEXED` characters, the
-first and last halves of that are indexed (a long log keeps its end, where
-errors are).
+What a chunk is found by: the text of its content (text as is; JSON content
+by its keys and its string and number values, not its escapes), then its
+``tool``, ``skill`` and ``call_id`` metadata. Of a content text longer than
+:data:`MAX_INDEXED` characters, the first and the last half of that are
+indexed (a long log keeps its end, where errors are). A word is a run of
+Unicode letters and digits, lower-cased: ``jsonrep.py`` is ``jsonrep`` and
+``py``, ``KeyError`` is ``keyerror``, ``test_io`` is ``test`` and ``io``.
 
-SQLite: an FTS5 table ``memctx_search`` (``ascii`` tokenizer over memctx's own
-words, so FTS5 splits nothing further), one row per chunk whose ``rowid`` is
-the thread's search key (``memctx_search_threads``) times 2³² plus the chunk's
-sequence number: a thread's rows are one rowid range, which a search reads and
-a trigger deletes with the thread.
+SQLite: a contentless FTS5 table ``memctx_search`` (``unicode61`` words,
+diacritics kept), one row per chunk whose ``rowid`` is the thread's search key
+(``memctx_search_threads``) times 2³² plus the chunk's sequence number, so a
+thread's rows are one rowid range. Its text is computed by SQLite itself from
+the chunk row (:data:`_SQLITE_TEXT`, JSON functions), when the row is inserted
+and, to remove it, when its thread is deleted (a trigger).
 
-PostgreSQL: a table ``memctx_search`` of ``(thread_id, seq, length, vector)``,
-the vector a ``tsvector`` built from memctx's words and their positions (no
-text search configuration is involved, so there is no stemming and no stop
-word, as on SQLite), with a GIN index; its rows go with their chunk rows
+PostgreSQL: a table ``memctx_search`` of ``(thread_id, seq, length, vector)``
+whose ``tsvector`` memctx builds from the same words (:func:`words`) and their
+positions, so no text search configuration is involved (no stemming, no stop
+words, as on SQLite); a GIN index on it; its rows go with their chunk rows
 (``ON DELETE CASCADE``). PostgreSQL keeps at most 256 positions per word and
-none past 16,383: a phrase later in a very long chunk is found as its words.
+none past 16,383 (a phrase later in a very long chunk is found as its words),
+and cuts words at :data:`MAX_WORD` characters.
 """
 
 from __future__ import annotations
@@ -31,27 +31,47 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
-from sqlalchemy import Connection, bindparam, text
+from sqlalchemy import Connection, text
 
 MAX_WORD: Final = 100
-"""Characters of a word that are indexed and searched (a longer word is cut there)."""
+"""PostgreSQL: characters of a word that are indexed and searched (a longer one is cut)."""
 
 MAX_INDEXED: Final = 100_000
-"""Characters of a chunk's text that are indexed: the first and the last half of this."""
+"""Characters of a chunk's content text that are indexed: the first and the last half of this."""
 
 KEY_SHIFT: Final = 2**32
 """SQLite: a chunk's ``rowid`` in ``memctx_search`` is ``thread key * KEY_SHIFT + seq``."""
 
 _WORD: Final = re.compile(r"[^\W_]+")
 _METADATA_WORDS: Final = ("tool", "skill", "call_id")
+_HALF: Final = MAX_INDEXED // 2
+
+_SQLITE_CONTENT: Final = (
+    "CASE json_type(c.content) WHEN 'text' THEN json_extract(c.content, '$') ELSE "
+    "(SELECT group_concat(coalesce(CASE WHEN typeof(key) = 'text' THEN key END, '') || ' ' || "
+    "coalesce(CASE WHEN type IN ('text', 'integer', 'real') THEN atom END, ''), ' ') "
+    "FROM json_tree(c.content)) END"
+)
+_SQLITE_TEXT: Final = (
+    f"(SELECT CASE WHEN length(t) > {MAX_INDEXED} THEN substr(t, 1, {_HALF}) || ' ' || "
+    f"substr(t, -{_HALF}) ELSE t END FROM (SELECT {_SQLITE_CONTENT} AS t))"
+    + "".join(
+        f" || ' ' || coalesce(json_extract(c.metadata, '$.{k}'), '')" for k in _METADATA_WORDS
+    )
+)
+"""The text SQLite indexes of the chunk row ``c``: one expression, for insert and delete alike
+(a contentless FTS5 row is deleted by giving the text it was indexed with)."""
 
 _SQLITE_DDL: Final = (
     "CREATE TABLE memctx_search_threads (key INTEGER PRIMARY KEY, thread_id VARCHAR NOT NULL "
     "UNIQUE REFERENCES memctx_threads (id) ON DELETE CASCADE)",
-    "CREATE VIRTUAL TABLE memctx_search USING fts5(body, tokenize = 'ascii')",
-    f"CREATE TRIGGER memctx_search_thread_deleted AFTER DELETE ON memctx_search_threads "
-    f"BEGIN DELETE FROM memctx_search WHERE rowid BETWEEN old.key * {KEY_SHIFT} "
-    f"AND old.key * {KEY_SHIFT} + {KEY_SHIFT - 1}; END",
+    "CREATE VIRTUAL TABLE memctx_search USING fts5(body, content = '', "
+    "tokenize = 'unicode61 remove_diacritics 0')",
+    "CREATE TRIGGER memctx_search_thread_deleted BEFORE DELETE ON memctx_threads BEGIN "
+    "INSERT INTO memctx_search (memctx_search, rowid, body) "
+    f"SELECT 'delete', k.key * {KEY_SHIFT} + c.seq, {_SQLITE_TEXT} "
+    "FROM memctx_search_threads AS k JOIN memctx_chunks AS c ON c.thread_id = k.thread_id "
+    "WHERE k.thread_id = old.id; END",
 )
 _POSTGRESQL_DDL: Final = (
     "CREATE TABLE memctx_search (thread_id VARCHAR NOT NULL, seq INTEGER NOT NULL, "
@@ -61,64 +81,79 @@ _POSTGRESQL_DDL: Final = (
 )
 _KEY_OF: Final = text("SELECT key FROM memctx_search_threads WHERE thread_id = :t")
 _NEW_KEY: Final = text("INSERT INTO memctx_search_threads (thread_id) VALUES (:t)")
-_SQLITE_INSERT: Final = text("INSERT INTO memctx_search (rowid, body) VALUES (:rowid, :body)")
+_SQLITE_INSERT: Final = text(
+    f"INSERT INTO memctx_search (rowid, body) SELECT :base + c.seq, {_SQLITE_TEXT} "
+    "FROM memctx_chunks AS c WHERE c.thread_id = :t AND c.seq BETWEEN :first AND :last"
+)
+_SQLITE_FILL: Final = text(
+    "INSERT INTO memctx_search_threads (thread_id) SELECT DISTINCT thread_id FROM memctx_chunks"
+)
+_SQLITE_FILL_ALL: Final = text(
+    f"INSERT INTO memctx_search (rowid, body) SELECT k.key * {KEY_SHIFT} + c.seq, {_SQLITE_TEXT} "
+    "FROM memctx_search_threads AS k JOIN memctx_chunks AS c ON c.thread_id = k.thread_id"
+)
 _POSTGRESQL_INSERT: Final = text(
     "INSERT INTO memctx_search (thread_id, seq, length, vector) "
     "VALUES (:t, :s, :length, CAST(:vector AS tsvector))"
 )
 _FILL_PAGE: Final = 2_000
-_ALL_ROWS: Final = text(
+_PAGE_OF_ROWS: Final = text(
     "SELECT thread_id, seq, content, metadata AS meta FROM memctx_chunks "
     "WHERE thread_id > :t OR (thread_id = :t AND seq > :s) ORDER BY thread_id, seq LIMIT :n"
-).bindparams(bindparam("n"))
+)
 
 
-def words(text: str) -> list[str]:
-    """The words of ``text`` as the index holds them: case-folded runs of letters and digits."""
-    return [w if len(w) <= MAX_WORD else w[:MAX_WORD] for w in _WORD.findall(text.casefold())]
+def words(text: str, *, cut: bool = True) -> list[str]:
+    """The words of ``text`` (runs of letters and digits), lower-cased as SQLite's
+    ``unicode61`` does; cut at :data:`MAX_WORD` characters unless ``cut`` is false."""
+    found: list[str] = _WORD.findall(text.lower())
+    if not cut:
+        return found
+    return [w if len(w) <= MAX_WORD else w[:MAX_WORD] for w in found]
 
 
-def _json_words(value: Any) -> Iterator[str]:
-    """The keys and scalar values of a JSON value, as text."""
+def _json_text(value: Any) -> Iterator[str]:
+    """The keys and the string and number values of a JSON value (as SQLite's ``json_tree``)."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
         for key, item in value.items():
             yield key
-            yield from _json_words(item)
+            yield from _json_text(item)
     elif isinstance(value, list):
         for item in value:
-            yield from _json_words(item)
-    elif value is not None and not isinstance(value, bool):
+            yield from _json_text(item)
+    elif isinstance(value, int | float) and not isinstance(value, bool):
         yield str(value)
 
 
 def indexed_text(content: str, meta: str) -> str:
-    """What the index holds of a chunk, from its stored ``content`` and ``metadata`` JSON text."""
+    """The text the index holds of a chunk, from its stored ``content`` and ``metadata`` JSON
+    (what :data:`_SQLITE_TEXT` computes in SQLite)."""
     value = json.loads(content)
-    found = value if isinstance(value, str) else " ".join(_json_words(value))
+    found = value if isinstance(value, str) else " ".join(_json_text(value))
     if len(found) > MAX_INDEXED:
-        half = MAX_INDEXED // 2
-        found = f"{found[:half]} {found[-half:]}"
-    if meta != "{}":
-        metadata = json.loads(meta)
-        names = [metadata[k] for k in _METADATA_WORDS if isinstance(metadata.get(k), str)]
-        if names:
-            found = " ".join((found, *names))
-    return found
+        found = f"{found[:_HALF]} {found[-_HALF:]}"
+    if meta == "{}":
+        return found
+    metadata = json.loads(meta)
+    names = [metadata[k] for k in _METADATA_WORDS if isinstance(metadata.get(k), str)]
+    return " ".join((found, *names))
 
 
 def tsvector_literal(found: Sequence[str]) -> str:
-    """The ``tsvector`` of ``found`` words with their positions (1, 2, ...).
+    """The ``tsvector`` of the words ``found``, at positions 1, 2, ...
 
-    Words are letters and digits only, so none needs escaping inside quotes.
+    Words hold letters and digits only, so none needs escaping inside its
+    quotes. Positions past PostgreSQL's limits are left out here, as
+    PostgreSQL would drop them.
     """
     positions: dict[str, list[str]] = {}
     for position, word in enumerate(found, 1):
         at = positions.setdefault(word, [])
         if len(at) < 256 and position <= 16383:
             at.append(str(position))
-    return " ".join(f"'{w}':{','.join(p) or '16383'}" for w, p in positions.items())
+    return " ".join(f"'{w}':{','.join(p)}" if p else f"'{w}'" for w, p in positions.items())
 
 
 # -- the index's tables -----------------------------------------------------------------------
@@ -143,44 +178,44 @@ def thread_key(connection: Connection, thread_id: str, *, create: bool) -> int |
 def index_rows(
     connection: Connection, thread_id: str, first_seq: int, rows: Sequence[Mapping[str, Any]]
 ) -> None:
-    """Index chunk rows (column values) stored as ``first_seq``, ``+1``, ... in the caller's
-    transaction: the one way index rows are written."""
+    """Index the chunk rows just stored as ``first_seq``, ``+1``, ... (their column values),
+    in the caller's transaction: the one way index rows are written."""
     if not rows:
         return
-    texts = [words(indexed_text(r["content"], r["meta"])) for r in rows]
     if connection.dialect.name == "postgresql":
-        connection.execute(
-            _POSTGRESQL_INSERT,
-            [
-                {"t": thread_id, "s": seq, "length": len(w), "vector": tsvector_literal(w)}
-                for seq, w in enumerate(texts, first_seq)
-            ],
-        )
+        values = [_vector_row(thread_id, seq, row) for seq, row in enumerate(rows, first_seq)]
+        connection.execute(_POSTGRESQL_INSERT, values)
         return
     key = thread_key(connection, thread_id, create=True)
     assert key is not None
-    base = key * KEY_SHIFT
-    connection.execute(
-        _SQLITE_INSERT,
-        [{"rowid": base + seq, "body": " ".join(w)} for seq, w in enumerate(texts, first_seq)],
-    )
+    last = first_seq + len(rows) - 1
+    params = {"base": key * KEY_SHIFT, "t": thread_id, "first": first_seq, "last": last}
+    connection.execute(_SQLITE_INSERT, params)
+
+
+def _vector_row(thread_id: str, seq: int, row: Mapping[str, Any]) -> dict[str, Any]:
+    """PostgreSQL: the index row of a chunk row's ``content`` and ``meta``."""
+    found = words(indexed_text(row["content"], row["meta"]))
+    return {"t": thread_id, "s": seq, "length": len(found), "vector": tsvector_literal(found)}
 
 
 def fill_index(connection: Connection) -> None:
-    """Index every stored chunk, a page of rows at a time (the migration to version 4)."""
+    """Index every stored chunk (the migration to schema version 4)."""
+    if connection.dialect.name != "postgresql":
+        connection.execute(_SQLITE_FILL)
+        connection.execute(_SQLITE_FILL_ALL)
+        return
     last: tuple[str, int] = ("", -1)
     while True:
-        rows = connection.execute(_ALL_ROWS, {"t": last[0], "s": last[1], "n": _FILL_PAGE}).all()
+        params = {"t": last[0], "s": last[1], "n": _FILL_PAGE}
+        rows = connection.execute(_PAGE_OF_ROWS, params).all()
         if not rows:
             return
-        start = 0
-        for end in range(1, len(rows) + 1):  # runs of consecutive rows of one thread
-            if end == len(rows) or (rows[end].thread_id, rows[end].seq) != (
-                rows[end - 1].thread_id,
-                rows[end - 1].seq + 1,
-            ):
-                run = rows[start:end]
-                values = [{"content": r.content, "meta": r.meta} for r in run]
-                index_rows(connection, run[0].thread_id, run[0].seq, values)
-                start = end
+        connection.execute(
+            _POSTGRESQL_INSERT,
+            [
+                _vector_row(row.thread_id, row.seq, {"content": row.content, "meta": row.meta})
+                for row in rows
+            ],
+        )
         last = (rows[-1].thread_id, rows[-1].seq)
