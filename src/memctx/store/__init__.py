@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         StoreEvent,
         ThreadInfo,
     )
+    from memctx.store._recall import arecall, recall, recall_tool
     from memctx.store._schema import SCHEMA_VERSION
     from memctx.store._search import SearchHit
     from memctx.store._snapshot import SNAPSHOT_STORE_VERSION
@@ -62,6 +63,9 @@ _MODULES = {
     "StoreEvent": "_records",
     "ThreadInfo": "_records",
     "SCHEMA_VERSION": "_schema",
+    "arecall": "_recall",
+    "recall": "_recall",
+    "recall_tool": "_recall",
     "SearchHit": "_search",
     "SNAPSHOT_STORE_VERSION": "_snapshot",
     "MemoryStore": "_store",
@@ -83,8 +87,11 @@ __all__ = [
     "StoreEvent",
     "StoredChunk",
     "ThreadInfo",
+    "arecall",
     "default_database_path",
     "default_database_url",
+    "recall",
+    "recall_tool",
 ]
 
 
