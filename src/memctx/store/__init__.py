@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         default_database_path,
         default_database_url,
     )
+    from memctx.store._recall import arecall, recall, recall_tool
     from memctx.store._records import (
         CONTEXT_BUILT,
         SNAPSHOT_IMPORTED,
@@ -42,7 +43,6 @@ if TYPE_CHECKING:
         StoreEvent,
         ThreadInfo,
     )
-    from memctx.store._recall import arecall, recall, recall_tool
     from memctx.store._schema import SCHEMA_VERSION
     from memctx.store._search import SearchHit
     from memctx.store._snapshot import SNAPSHOT_STORE_VERSION

@@ -41,6 +41,7 @@ from memctx._cli_support import (
 from memctx.store import _cli_views
 from memctx.store._cli_common import db_option, open_store, report
 from memctx.store._cli_messages import MessagesCommand, chunks_to_add, message_options
+from memctx.store._cli_search import search
 
 if TYPE_CHECKING:
     from memctx.store._records import ThreadInfo
@@ -330,6 +331,7 @@ for _command in (
     _cli_views.filter_,
     _cli_views.rollback,
     _cli_views.batches,
+    search,
 ):
     thread.add_command(_command)
 
