@@ -434,6 +434,7 @@ class TestMigration:
             if sql.dialect.name == "postgresql":
                 connection.execute(text("DROP TABLE memctx_search"))
             else:
+                connection.execute(text("DROP TRIGGER memctx_search_thread_created"))
                 connection.execute(text("DROP TRIGGER memctx_search_thread_deleted"))
                 connection.execute(text("DROP TABLE memctx_search"))
                 connection.execute(text("DROP TABLE memctx_search_threads"))

@@ -141,8 +141,8 @@ def _ranked(
         terms = list(dict.fromkeys(found))
         statement, params = _postgresql(thread_id, chunk_count, found, terms)
     else:
-        key = thread_key(connection, thread_id, create=False)
-        if key is None:  # nothing of the thread was ever indexed
+        key = thread_key(connection, thread_id)
+        if key is None:  # not made by this schema: a corrupt database
             return
         statement, params = _sqlite(key, found, list(dict.fromkeys(found)))
     params["t"] = thread_id

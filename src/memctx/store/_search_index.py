@@ -10,10 +10,11 @@ Unicode letters and digits, lower-cased: ``jsonrep.py`` is ``jsonrep`` and
 
 SQLite: a contentless FTS5 table ``memctx_search`` (``unicode61`` words,
 diacritics kept), one row per chunk whose ``rowid`` is the thread's search key
-(``memctx_search_threads``) times 2³² plus the chunk's sequence number, so a
-thread's rows are one rowid range. Its text is computed by SQLite itself from
-the chunk row (:data:`_SQLITE_TEXT`, JSON functions), when the row is inserted
-and, to remove it, when its thread is deleted (a trigger).
+(``memctx_search_threads``, made with the thread by a trigger) times 2³² plus
+the chunk's sequence number, so a thread's rows are one rowid range. Its text
+is computed by SQLite itself from the chunk row (:data:`_SQLITE_TEXT`, JSON
+functions), when the row is inserted and, to remove it, when its thread is
+deleted (a trigger).
 
 PostgreSQL: a table ``memctx_search`` of ``(thread_id, seq, length, vector)``
 whose ``tsvector`` memctx builds from the same words (:func:`words`) and their
@@ -67,6 +68,8 @@ _SQLITE_DDL: Final = (
     "UNIQUE REFERENCES memctx_threads (id) ON DELETE CASCADE)",
     "CREATE VIRTUAL TABLE memctx_search USING fts5(body, content = '', "
     "tokenize = 'unicode61 remove_diacritics 0')",
+    "CREATE TRIGGER memctx_search_thread_created AFTER INSERT ON memctx_threads BEGIN "
+    "INSERT INTO memctx_search_threads (thread_id) VALUES (new.id); END",
     "CREATE TRIGGER memctx_search_thread_deleted BEFORE DELETE ON memctx_threads BEGIN "
     "INSERT INTO memctx_search (memctx_search, rowid, body) "
     f"SELECT 'delete', k.key * {KEY_SHIFT} + c.seq, {_SQLITE_TEXT} "
@@ -80,13 +83,13 @@ _POSTGRESQL_DDL: Final = (
     "CREATE INDEX memctx_search_vector ON memctx_search USING gin (vector)",
 )
 _KEY_OF: Final = text("SELECT key FROM memctx_search_threads WHERE thread_id = :t")
-_NEW_KEY: Final = text("INSERT INTO memctx_search_threads (thread_id) VALUES (:t)")
 _SQLITE_INSERT: Final = text(
-    f"INSERT INTO memctx_search (rowid, body) SELECT :base + c.seq, {_SQLITE_TEXT} "
-    "FROM memctx_chunks AS c WHERE c.thread_id = :t AND c.seq BETWEEN :first AND :last"
+    f"INSERT INTO memctx_search (rowid, body) SELECT k.key * {KEY_SHIFT} + c.seq, {_SQLITE_TEXT} "
+    "FROM memctx_search_threads AS k JOIN memctx_chunks AS c ON c.thread_id = k.thread_id "
+    "WHERE k.thread_id = :t AND c.seq BETWEEN :first AND :last"
 )
 _SQLITE_FILL: Final = text(
-    "INSERT INTO memctx_search_threads (thread_id) SELECT DISTINCT thread_id FROM memctx_chunks"
+    "INSERT INTO memctx_search_threads (thread_id) SELECT id FROM memctx_threads"
 )
 _SQLITE_FILL_ALL: Final = text(
     f"INSERT INTO memctx_search (rowid, body) SELECT k.key * {KEY_SHIFT} + c.seq, {_SQLITE_TEXT} "
@@ -166,12 +169,9 @@ def create_index(connection: Connection) -> None:
         connection.execute(text(statement))
 
 
-def thread_key(connection: Connection, thread_id: str, *, create: bool) -> int | None:
-    """SQLite: the thread's search key (made on its first indexed chunk when ``create``)."""
+def thread_key(connection: Connection, thread_id: str) -> int | None:
+    """SQLite: the thread's search key (made with the thread, by a trigger)."""
     key = connection.execute(_KEY_OF, {"t": thread_id}).scalar()
-    if key is None and create:
-        connection.execute(_NEW_KEY, {"t": thread_id})
-        key = connection.execute(_KEY_OF, {"t": thread_id}).scalar()
     return None if key is None else int(key)
 
 
@@ -186,11 +186,8 @@ def index_rows(
         values = [_vector_row(thread_id, seq, row) for seq, row in enumerate(rows, first_seq)]
         connection.execute(_POSTGRESQL_INSERT, values)
         return
-    key = thread_key(connection, thread_id, create=True)
-    assert key is not None
     last = first_seq + len(rows) - 1
-    params = {"base": key * KEY_SHIFT, "t": thread_id, "first": first_seq, "last": last}
-    connection.execute(_SQLITE_INSERT, params)
+    connection.execute(_SQLITE_INSERT, {"t": thread_id, "first": first_seq, "last": last})
 
 
 def _vector_row(thread_id: str, seq: int, row: Mapping[str, Any]) -> dict[str, Any]:
