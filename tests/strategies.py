@@ -476,3 +476,25 @@ def agent_runs(draw: st.DrawFn, *, max_steps: int = 40) -> MemoryState:
             open_agents.remove(agent)
             made.append(chunks.subagent_result(agent, text, id=f"sr{n}"))
     return MemoryState(made)
+
+
+# -- search queries ---------------------------------------------------------------------------
+
+SEARCH_SYNTAX: Final = (
+    '"', "'", "*", "^", ":", "-", "(", ")", "AND", "OR", "NOT", "NEAR", "NEAR(", "+", "|",
+    "&", "!", "<->", ":*", "{", "}", "\\", "%", "_", ";", "--", "/*", "DROP TABLE memctx_chunks",
+    "col:", "'' OR 1=1", "\x00",
+)  # fmt: skip
+"""FTS5, tsquery and SQL syntax: a search query must take each as text."""
+
+search_queries: Final = st.lists(
+    st.one_of(
+        st.sampled_from(SEARCH_SYNTAX),
+        st.sampled_from(UNUSUAL_ALLOWED),
+        st.sampled_from(FORBIDDEN_CHARACTERS),
+        st.sampled_from(("keyerror", "KeyError", "x", "y", " ")),
+        st.text(max_size=12),
+    ),
+    max_size=12,
+).map(" ".join)
+"""Any text as a search query: syntax of every backend, words, non-ASCII, control characters."""

@@ -128,6 +128,16 @@ class TestMigration:
         assert units == {4: ('["call", "c1"]', True), 5: ('["call", "c1"]', False)}
         assert not any(pinned for *_, pinned in rows)
 
+    def test_every_stored_chunk_is_searchable(self, old_url: str, api: str) -> None:
+        with open_with(api, old_url) as store:
+            hits = store.search("chat", "contents of x", limit=1)
+            read = store.search("copy", "read_file", types=["WORKFLOW"])
+            store.delete_thread("copy")
+            assert store.search("chat", "read_file", limit=10) != ()
+
+        assert [(hit.chunk.id, hit.position) for hit in hits] == [("tr1", 4)]
+        assert [hit.chunk.id for hit in read] == ["tc1"]
+
     def test_a_paged_build_of_a_migrated_thread_equals_the_in_memory_build(
         self, old_url: str, api: str
     ) -> None:

@@ -41,6 +41,7 @@ from memctx.cli._support import (
 )
 from memctx.cli._thread_common import db_option, open_store, report
 from memctx.cli._thread_messages import MessagesCommand, chunks_to_add, message_options
+from memctx.cli._thread_search import search
 
 if TYPE_CHECKING:
     from memctx.store._records import ThreadInfo
@@ -330,6 +331,7 @@ for _command in (
     _thread_views.filter_,
     _thread_views.rollback,
     _thread_views.batches,
+    search,
 ):
     thread.add_command(_command)
 

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         default_database_path,
         default_database_url,
     )
+    from memctx.store._recall import arecall, recall, recall_tool
     from memctx.store._records import (
         CONTEXT_BUILT,
         SNAPSHOT_IMPORTED,
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
         ThreadInfo,
     )
     from memctx.store._schema import SCHEMA_VERSION
+    from memctx.store._search import SearchHit
     from memctx.store._snapshot import SNAPSHOT_STORE_VERSION
     from memctx.store._store import MemoryStore
 
@@ -61,6 +63,10 @@ _MODULES = {
     "StoreEvent": "_records",
     "ThreadInfo": "_records",
     "SCHEMA_VERSION": "_schema",
+    "arecall": "_recall",
+    "recall": "_recall",
+    "recall_tool": "_recall",
+    "SearchHit": "_search",
     "SNAPSHOT_STORE_VERSION": "_snapshot",
     "MemoryStore": "_store",
 }
@@ -77,11 +83,15 @@ __all__ = [
     "AsyncMemoryStore",
     "Batch",
     "MemoryStore",
+    "SearchHit",
     "StoreEvent",
     "StoredChunk",
     "ThreadInfo",
+    "arecall",
     "default_database_path",
     "default_database_url",
+    "recall",
+    "recall_tool",
 ]
 
 

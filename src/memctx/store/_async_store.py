@@ -31,7 +31,7 @@ from memctx._progress import Progress
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
 from memctx.compress._compaction import CompactionPolicy, CompactionReport
-from memctx.store import _build, _paged, _snapshot, _thread_ops, _view_ops
+from memctx.store import _build, _paged, _search, _snapshot, _thread_ops, _view_ops
 from memctx.store._context_ops import compact_thread_async, compress_thread_async
 from memctx.store._engine import (
     create_async_store_engine,
@@ -43,6 +43,7 @@ from memctx.store._engine import (
     write_engine,
 )
 from memctx.store._records import Batch, StoredChunk, StoreEvent, ThreadInfo
+from memctx.store._search import DEFAULT_LIMIT, SearchHit
 from memctx.store._thread_ops import MakeChunks
 from memctx.typing import Compressor, Summarizer, Tokenizer
 
@@ -218,6 +219,18 @@ class AsyncMemoryStore:
     async def history(self, thread_id: str) -> tuple[StoredChunk, ...]:
         """See :meth:`MemoryStore.history`."""
         return await self._run(False, _thread_ops.history, thread_id)
+
+    async def search(
+        self,
+        thread_id: str,
+        query: str,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        types: ChunkType | str | Iterable[ChunkType | str] | None = None,
+        visible: bool | None = None,
+    ) -> tuple[SearchHit, ...]:
+        """See :meth:`MemoryStore.search`."""
+        return await self._run(False, _search.search, thread_id, query, limit, types, visible)
 
     async def truncate(
         self,

@@ -30,6 +30,7 @@ from sqlmodel import Session, select
 from memctx._exceptions import SchemaVersionError, StoreArgumentError, StoreError
 from memctx.store._migrate import migrate
 from memctx.store._schema import SCHEMA_VERSION, SchemaInfo, StoreModel
+from memctx.store._search_index import create_index
 
 _log = logging.getLogger(__name__)
 
@@ -233,6 +234,7 @@ def set_up_schema(connection: Connection) -> None:
     where = describe(connection.engine.url)
     if found is None:
         StoreModel.metadata.create_all(connection)
+        create_index(connection)
         with Session(connection) as session:  # joins the caller's transaction
             session.add(SchemaInfo(id=1, version=SCHEMA_VERSION))
             session.flush()

@@ -15,6 +15,7 @@ from typing import Final
 from sqlalchemy import Boolean, Connection, bindparam, text
 
 from memctx.store._schema import LIGHT_INDEX_COLUMNS, SCHEMA_VERSION, row_to_chunk, unit_columns
+from memctx.store._search_index import create_index, fill_index
 
 
 def _v1_to_v2(connection: Connection) -> None:
@@ -87,7 +88,18 @@ def _fill_v3(connection: Connection) -> None:
         last = (rows[-1].thread_id, rows[-1].seq)
 
 
-STEPS: Final[dict[int, Callable[[Connection], None]]] = {1: _v1_to_v2, 2: _v2_to_v3}
+def _v3_to_v4(connection: Connection) -> None:
+    """Version 4 adds the full-text index of stored chunks (``store.search``), filled
+    from every stored chunk by the function that indexes an append."""
+    create_index(connection)
+    fill_index(connection)
+
+
+STEPS: Final[dict[int, Callable[[Connection], None]]] = {
+    1: _v1_to_v2,
+    2: _v2_to_v3,
+    3: _v3_to_v4,
+}
 """The step from each older version to the next one."""
 
 

@@ -53,6 +53,7 @@ from memctx.store._schema import (
     now,
     row_values,
 )
+from memctx.store._search_index import index_rows
 
 R = TypeVar("R")
 
@@ -244,18 +245,22 @@ def insert_chunks(
     """Insert chunk rows ``(column values, origin, batch)`` as ``first_seq``, ``+1``, ...
 
     The one way chunk rows are written: one ``executemany`` per
-    ``_INSERT_PART`` rows, each followed by ``advance(rows written)`` when
-    given. The caller moves the thread's ``last_seq``.
+    ``_INSERT_PART`` rows, and their search index rows
+    (:mod:`~memctx.store._search_index`) in the same transaction, each part
+    followed by ``advance(rows written)`` when given. The caller moves the
+    thread's ``last_seq``.
     """
+    connection = session.connection()
     for start in range(0, len(rows), _INSERT_PART):
         part = rows[start : start + _INSERT_PART]
-        session.connection().execute(
+        connection.execute(
             _INSERT_CHUNKS,
             [
                 {**values, "thread_id": thread_id, "seq": seq, "origin": origin, "batch": batch}
                 for seq, (values, origin, batch) in enumerate(part, first_seq + start)
             ],
         )
+        index_rows(connection, thread_id, first_seq + start, [values for values, _, _ in part])
         if advance is not None:
             advance(len(part))
 

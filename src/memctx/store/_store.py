@@ -29,7 +29,7 @@ from memctx._progress import Progress
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
 from memctx.compress._compaction import CompactionPolicy, CompactionReport
-from memctx.store import _build, _paged, _snapshot, _thread_ops, _view_ops
+from memctx.store import _build, _paged, _search, _snapshot, _thread_ops, _view_ops
 from memctx.store._context_ops import compact_thread, compress_thread
 from memctx.store._engine import (
     create_store_engine,
@@ -41,6 +41,7 @@ from memctx.store._engine import (
     write_engine,
 )
 from memctx.store._records import Batch, StoredChunk, StoreEvent, ThreadInfo
+from memctx.store._search import DEFAULT_LIMIT, SearchHit
 from memctx.store._thread_ops import MakeChunks
 from memctx.typing import Compressor, Summarizer, Tokenizer
 
@@ -255,6 +256,28 @@ class MemoryStore:
     def history(self, thread_id: str) -> tuple[StoredChunk, ...]:
         """Every stored chunk with its sequence number, origin, batch and visibility."""
         return self._run(False, _thread_ops.history, thread_id)
+
+    def search(
+        self,
+        thread_id: str,
+        query: str,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        types: ChunkType | str | Iterable[ChunkType | str] | None = None,
+        visible: bool | None = None,
+    ) -> tuple[SearchHit, ...]:
+        """The thread's chunks that hold ``query``'s words, best first, at most ``limit``.
+
+        Searches the whole history: chunks compacted, cleared or truncated
+        away are found too (``visible=False``: only those the current view
+        hides; ``True``: only those it shows). ``types`` keeps chunks of
+        those :class:`~memctx.ChunkType`\\ s. Any text is a query (searched as
+        words, never as syntax); one without a word (blank, punctuation)
+        finds nothing. Chunks holding the words as a phrase rank first, then
+        those holding all of them, then by BM25 (see :class:`SearchHit`).
+        Bad arguments raise :class:`~memctx.StoreArgumentError`.
+        """
+        return self._run(False, _search.search, thread_id, query, limit, types, visible)
 
     # -- views ----------------------------------------------------------------------------
 
