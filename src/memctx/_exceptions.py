@@ -28,6 +28,7 @@ whose meaning it shares, so code that already catches ``ValueError`` or
     ├── TurnMismatchError (ValueError)        an adapter got turns the build did not count
     ├── CompressionError (ValueError)         a compressor is misconfigured or broke a rule
     ├── CompactionError (ValueError)          a compaction cannot be done as asked
+    ├── PolicyError (ValueError)              a context policy or model profile option is invalid
     └── StoreError                            the persistent store refused an operation
         ├── ThreadNotFoundError (LookupError)
         ├── ThreadExistsError (ValueError)
@@ -246,6 +247,15 @@ class CompressionError(MemctxError, ValueError):
 
 class CompactionError(MemctxError, ValueError):
     """A compaction could not be done: bad settings, or a summarizer that failed."""
+
+
+class PolicyError(MemctxError, ValueError):
+    """A :mod:`memctx.policy` option (of a ``ContextPolicy``, ``ClearToolUses`` or
+    ``ModelProfile``) has an invalid value; ``option`` names it."""
+
+    def __init__(self, option: str, message: str) -> None:
+        self.option = option
+        super().__init__(f"{option}: {message}")
 
 
 class StoreError(MemctxError):
