@@ -40,13 +40,14 @@ from memctx._chunk_tokens import chunk_tokens
 from memctx._compaction import (
     CompactionPolicy,
     check_summary,
+    is_compaction_summary,
     place_summary,
     plan_compaction,
     summary_input,
 )
 from memctx._compression import apply_compressors
 from memctx._compressors import TrimToolOutputs
-from memctx._exceptions import CompactionError, MemctxError, PolicyError
+from memctx._exceptions import BudgetExceededError, CompactionError, MemctxError, PolicyError
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
 from memctx._tokens import create_tokenizer
@@ -80,7 +81,7 @@ class _Memory:
     last_count: int | None = None
     last_total: int | None = None
     growth: float | None = None
-    overhead: int | None = None
+    overhead: float | None = None
 
 
 def _usage_tokens(usage: object) -> int:
@@ -127,6 +128,18 @@ def _record(
         and (not stages or stages[-1][0] is not reports[-1])
     ):
         stages.append((reports[-1], state))
+
+
+def _advance(
+    run: Generator[_Summarize, str | None, PolicyStep], answer: str | None
+) -> _Summarize | PolicyStep:
+    """Run the step on to its next question, or to its end (a StopIteration cannot cross
+    into an asyncio future, so the end is returned)."""
+    try:
+        return run.send(answer)
+    except StopIteration as done:
+        step: PolicyStep = done.value
+        return step
 
 
 def _is_async(summarizer: object) -> bool:
@@ -296,16 +309,14 @@ class ContextPolicy:
         worker thread, an ``async`` summarizer is awaited, a sync one runs in a thread."""
         run = self._run(state, usage, overflowed, now)
         answer: str | None = None
-        try:
-            while True:
-                ask = await asyncio.to_thread(run.send, answer)
-                if _is_async(self.summarizer) or hasattr(self.summarizer, "asummarize"):
-                    answer = await self._asummarize(ask)
-                else:
-                    answer = await asyncio.to_thread(self._summarize, ask)
-        except StopIteration as done:
-            step: PolicyStep = done.value
-            return step
+        while True:
+            ask = await asyncio.to_thread(_advance, run, answer)
+            if isinstance(ask, PolicyStep):
+                return ask
+            if _is_async(self.summarizer) or hasattr(self.summarizer, "asummarize"):
+                answer = await self._asummarize(ask)
+            else:
+                answer = await asyncio.to_thread(self._summarize, ask)
 
     def _summarize(self, ask: _Summarize) -> str:
         assert self.summarizer is not None
@@ -362,68 +373,61 @@ class ContextPolicy:
                 events.append("calibrated")
         if overflowed:
             events.append("overflowed")
-            window = self.profile.context_window
+            # The provider refused what it counted above its window; memctx had counted
+            # ``seen``. Aim below as if the provider counts that much more from now on.
+            window = self.profile.context_window if self.max_tokens is None else self.budget
             seen = memory.last_count or self.budget
-            memory.ratio = min(max(memory.ratio * 1.1, 1.05 * window / max(seen, 1)), 4.0)
+            memory.ratio = min(max(memory.ratio * 1.25, 1.05 * window / max(seen, 1)), 4.0)
         limit = max(1, min(self.budget, math.floor(self.budget / max(memory.ratio, 1.0))))
         tok, builder = self.tokenizer, self.builder
         counts = chunk_tokens(builder, state, tok)
-        overhead = memory.overhead
-        if overhead is None:
-            prompt = tok.count(self.system_prompt) if self.system_prompt else 0
-            overhead = prompt + 4 * len(state) + 8
+        prompt = tok.count(self.system_prompt) if self.system_prompt else 0
+        per_chunk = memory.overhead if memory.overhead is not None else 4.0
+        overhead = prompt + math.ceil(per_chunk * len(state)) + 8
         total = sum(counts) + overhead
         if memory.last_total is not None and total > memory.last_total:
             grown = total - memory.last_total
             memory.growth = grown if memory.growth is None else 0.7 * memory.growth + 0.3 * grown
         growth = memory.growth if memory.growth is not None else self.budget / 20
-        force = overflowed or total > limit
         target = int(limit * (1 - _GAP))
-        reports: list[PolicyReport] = []
-        stages: list[tuple[PolicyReport, MemoryState]] = []
-        current = state
-
-        clear_trigger = self.clear_trigger
-        if clear_trigger is not None and (force or total > min(clear_trigger, limit)):
-            current, total, counts = self._clear(
-                current, counts, total, overhead, force, limit, growth, reports
-            )
-            _record(reports, stages, current)
-
-        if self.compaction is not None and self.compaction_tokens is not None:
-            trigger, keep = self.compaction_tokens
-            must = overflowed or total > limit or (force and total > target)
-            if must or total > min(trigger, limit):
-                outcome = yield from self._compact(
-                    current, counts, total, overhead, keep, must, limit, growth, reports, now
+        first_total, first_counts = total, counts
+        for attempt in range(2):
+            # The estimate can be a little low: when the build still leaves chunks out,
+            # the step is done again as over the budget.
+            force = overflowed or total > limit or attempt == 1
+            reports: list[PolicyReport] = []
+            stages: list[tuple[PolicyReport, MemoryState]] = []
+            current, total, counts = state, first_total, first_counts
+            clear_trigger = self.clear_trigger
+            if clear_trigger is not None and (force or total > min(clear_trigger, limit)):
+                current, total, counts = self._clear(
+                    current, counts, total, overhead, force, limit, growth, reports
                 )
-                current, total, counts = outcome
                 _record(reports, stages, current)
-
-        if total > limit:
-            current, total, counts = self._trim(current, counts, total, overhead, limit, reports)
-            _record(reports, stages, current)
-
-        options: dict[str, Any] = {
-            "tokenizer": tok,
-            "strategy": self.strategy,
-            "provider": self.profile.provider,
-        }
-        if self.system_prompt is not None:
-            options["system_prompt"] = self.system_prompt
-        task = _task_position(current.chunks)
-        if task is not None:
-            options["pinned_chunk_ids"] = (current.chunks[task].id,)
-        result = builder.build(current, max_tokens=limit, **options)
+            if self.compaction is not None and self.compaction_tokens is not None:
+                trigger, keep = self.compaction_tokens
+                must = overflowed or total > limit or (force and total > target)
+                if must or total > min(trigger, limit):
+                    outcome = yield from self._compact(
+                        current, counts, total, overhead, keep, must, limit, growth, reports, now
+                    )
+                    current, total, counts = outcome
+                    _record(reports, stages, current)
+            if total > limit:
+                current, total, counts = self._trim(
+                    current, counts, total, overhead, limit, reports
+                )
+                _record(reports, stages, current)
+            result, limit, task = self._build(current, limit, prompt)
+            if force or stages or not result.excluded_for("over_budget"):
+                break
         request = self._request(result, None if task is None else current.chunks[task])
         included = set(result.included_chunk_ids)
-        memory.overhead = max(
-            0,
-            result.token_count
-            - sum(c for ch, c in zip(current, counts, strict=True) if ch.id in included),
-        )
+        content = sum(c for ch, c in zip(current, counts, strict=True) if ch.id in included)
+        extra = max(0, result.token_count - content - prompt - 8)
+        memory.overhead = extra / max(len(included), 1)
         memory.last_count = result.token_count
-        memory.last_total = sum(counts) + memory.overhead
+        memory.last_total = sum(counts) + prompt + math.ceil(memory.overhead * len(current)) + 8
         with self._lock:
             self._memory[state.thread_id] = memory
         events.extend(r.kind for r in reports)
@@ -436,6 +440,31 @@ class ContextPolicy:
             budget=limit,
             stages=tuple(stages),
         )
+
+    def _build(
+        self, current: MemoryState, limit: int, prompt: int
+    ) -> tuple[ContextBuildResult, int, int | None]:
+        options: dict[str, Any] = {
+            "tokenizer": self.tokenizer,
+            "strategy": self.strategy,
+            "provider": self.profile.provider,
+        }
+        if self.system_prompt is not None:
+            options["system_prompt"] = self.system_prompt
+        task = _task_position(current.chunks)
+        pinned = [c.id for c in current.chunks[:3] if is_compaction_summary(c)]
+        if task is not None:
+            pinned.insert(0, current.chunks[task].id)
+        if pinned:
+            options["pinned_chunk_ids"] = tuple(pinned)
+        try:
+            result = self.builder.build(current, max_tokens=limit, **options)
+        except BudgetExceededError as exc:
+            if exc.needed > self.budget:
+                raise
+            limit = exc.needed  # what must stay needs more than the calibrated budget
+            result = self.builder.build(current, max_tokens=limit, **options)
+        return result, limit, task
 
     def _worth(self, saved: int, rewritten: int, after: int, trigger: int, growth: float) -> bool:
         """Whether the reads saved until the next event outweigh the cache write now."""
@@ -513,7 +542,7 @@ class ContextPolicy:
         estimate = min(previous_tokens + 400, sum(counts[i] for i in plan.covered))
         after = plan.must_keep_tokens + estimate + overhead
         saved = total - after
-        if saved <= 0:
+        if saved <= 0 and not must:
             return state, total, counts
         first = plan.covered[0]
         rewritten = after - overhead - sum(counts[:first])
@@ -529,6 +558,10 @@ class ContextPolicy:
         new, report = place_summary(state, plan, text, self.tokenizer, self.builder, now)
         new_counts = chunk_tokens(self.builder, new, self.tokenizer)
         new_total = sum(new_counts) + overhead
+        if new_total >= total:
+            reason = f"a compaction would not make the request smaller ({new_total} tokens)"
+            reports.append(PolicyReport("skipped", reason, total, total))
+            return state, total, counts
         why = "over the budget" if must else f"over the trigger of {trigger} tokens"
         reason = (
             f"{why}: {len(report.covered_ids)} chunks summarised, the newest {keep} tokens kept"
