@@ -133,7 +133,7 @@ class ReplayReport:
     def totals(self) -> dict[str, Any]:
         """The run's totals, JSON-ready."""
         return {
-            "requests": len(self.requests),
+            "request_count": len(self.requests),
             "input_tokens": self.input_tokens,
             "cache_read_tokens": self.cache_read_tokens,
             "cache_write_tokens": self.cache_write_tokens,
