@@ -37,7 +37,7 @@ class TestTrajectories:
         self, trajectory: MemoryState, gpt4o: TiktokenTokenizer, context_snapshot: Any
     ) -> None:
         """Replayed chunk by chunk with a 12k trigger: summaries folded into one another."""
-        policy = CompactionPolicy(trigger_tokens=12_000, keep_recent_tokens=6_000)
+        policy = CompactionPolicy(trigger=12_000, keep_recent=6_000)
         state = MemoryState([])
         compactions = 0
         for chunk in trajectory:

@@ -100,16 +100,16 @@ def _compaction(
     summarizer: Summarizer,
     keep_recent_tokens: int | None,
     policy: CompactionPolicy | None,
+    budget: int | None,
     tokenizer: Tokenizer | None,
     builder: ContextBuilder,
     now: dt.datetime | None,
 ) -> tuple[CompactionReport, Write | None]:
     if policy is not None:
-        new, report = policy.apply(state, summarizer, tokenizer=tokenizer, builder=builder, now=now)
-        params: dict[str, Any] = {
-            "trigger_tokens": policy.trigger_tokens,
-            "keep_recent_tokens": policy.keep_recent_tokens,
-        }
+        new, report = policy.apply(
+            state, summarizer, budget=budget, tokenizer=tokenizer, builder=builder, now=now
+        )
+        params: dict[str, Any] = {**policy.params, "budget": budget}
     else:
         assert keep_recent_tokens is not None
         new, report = compact(
@@ -199,6 +199,7 @@ def compact_thread(
     *,
     keep_recent_tokens: int | None,
     policy: CompactionPolicy | None,
+    budget: int | None = None,
     tokenizer: Tokenizer | None,
     builder: ContextBuilder,
     now: dt.datetime | None,
@@ -209,7 +210,7 @@ def compact_thread(
         store,
         thread_id,
         lambda state: _compaction(
-            state, summarizer, keep_recent_tokens, policy, tokenizer, builder, now
+            state, summarizer, keep_recent_tokens, policy, budget, tokenizer, builder, now
         ),
     )
 
@@ -221,6 +222,7 @@ async def compact_thread_async(
     *,
     keep_recent_tokens: int | None,
     policy: CompactionPolicy | None,
+    budget: int | None = None,
     tokenizer: Tokenizer | None,
     builder: ContextBuilder,
     now: dt.datetime | None,
@@ -231,7 +233,7 @@ async def compact_thread_async(
         store,
         thread_id,
         lambda state: _compaction(
-            state, summarizer, keep_recent_tokens, policy, tokenizer, builder, now
+            state, summarizer, keep_recent_tokens, policy, budget, tokenizer, builder, now
         ),
     )
 
