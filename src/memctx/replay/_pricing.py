@@ -132,6 +132,7 @@ class ExplicitCache:
 
     def send(self, blocks: Sequence[Block], input_tokens: int, at: dt.datetime | None) -> Billing:
         now = _timestamp(at)
+        could = self._could_read(now)
         marks = [i for i, b in enumerate(blocks) if b.mark is not None][: self.max_marks]
         hit = -1
         for mark in marks:
@@ -156,16 +157,16 @@ class ExplicitCache:
             self.entries.store(block.key, now, lifetime)
             if left is None or end > left[1]:
                 left = (block.key, end)
-        broke = self._broke(read, now)
+        broke = read < could
         self.left = left
         short, long = written["short"], written["long"]
         return Billing(read, short, long, input_tokens - read - short - long, broke)
 
-    def _broke(self, read: int, now: float | None) -> bool:
-        if self.left is None:
-            return False
-        key, tokens = self.left
-        return read < tokens and self.entries.alive(key, now)
+    def _could_read(self, now: float | None) -> int:
+        """Tokens the previous request left stored, if they are still alive at ``now``."""
+        if self.left is None or not self.entries.alive(self.left[0], now):
+            return 0
+        return self.left[1]
 
 
 class AutomaticCache:
@@ -189,6 +190,9 @@ class AutomaticCache:
 
     def send(self, blocks: Sequence[Block], input_tokens: int, at: dt.datetime | None) -> Billing:
         now = _timestamp(at)
+        could = 0
+        if self.left is not None and self.entries.alive(self.left[0], now):
+            could = self.left[1]
         read = 0
         for block in reversed(blocks):
             if self.entries.alive(block.key, now):
@@ -196,10 +200,7 @@ class AutomaticCache:
                 break
         for block in blocks:
             self.entries.store(block.key, now, self.lifetime)
-        broke = False
-        if self.left is not None:
-            key, tokens = self.left
-            broke = read < tokens and self.entries.alive(key, now)
+        broke = read < could
         if blocks:
             self.left = (blocks[-1].key, self.cached(min(blocks[-1].end, input_tokens)))
         return Billing(read, 0, 0, input_tokens - read, broke)
