@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import attrs
 import pytest
 
-from memctx import MemoryState, chunks
+from memctx import (
+    ContextBuildResult,
+    MemoryState,
+    chunks,
+    create_builder,
+    create_tokenizer,
+)
+from memctx.compaction import ExtractiveSummarizer, compact
+from memctx.compress import TrimToolOutputs, compress
 from memctx.policy import ModelProfile, model_profile
 from memctx.replay._blocks import Block
 
@@ -69,3 +78,44 @@ def agent_run(turns: int, *, output_lines: int = 30, gap_seconds: float = 10.0) 
         ],
         thread_id="run",
     )
+
+
+CLEAR = TrimToolOutputs(keep_recent=1, max_chars=40)
+
+
+@attrs.frozen
+class Step:
+    request: Any
+    result: ContextBuildResult
+    state: MemoryState
+    events: tuple[str, ...] = ()
+
+
+@attrs.define
+class BlockPolicy:
+    """A small cache-aware policy: a stable build; every ``clear_every`` requests the old
+    tool outputs are cleared, every ``compact_every`` the history is compacted."""
+
+    model: str = "claude-sonnet-4-6"
+    budget: int = 4_000
+    clear_every: int = 3
+    compact_every: int = 5
+    calls: int = 0
+    seen: list[int] = attrs.Factory(list)
+
+    def step(self, state: MemoryState) -> Step:
+        self.calls += 1
+        self.seen.append(len(state))
+        tokenizer = create_tokenizer(self.model)
+        builder = create_builder(tokenizer)
+        events: list[str] = []
+        if self.calls % self.clear_every == 0:
+            state, _ = compress(state, [CLEAR], tokenizer=tokenizer)
+            events.append("clearing")
+        if self.calls % self.compact_every == 0:
+            state, _ = compact(state, ExtractiveSummarizer(), keep_recent_tokens=300)
+            events.append("compaction")
+        result = builder.build(
+            state, max_tokens=self.budget, strategy="stable", provider="anthropic"
+        )
+        return Step(result.to_anthropic(cache=True), result, state, tuple(events))

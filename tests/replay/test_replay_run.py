@@ -13,20 +13,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import T0, agent_run
+from conftest import T0, BlockPolicy, Step, agent_run
 from histories import agent_histories
 from memctx import (
-    ContextBuildResult,
     MemoryState,
     ReplayError,
     UnknownModelError,
     chunks,
     create_builder,
-    create_tokenizer,
     save_state,
 )
-from memctx.compaction import ExtractiveSummarizer, compact
-from memctx.compress import TrimToolOutputs, compress
 from memctx.policy import model_profile
 from memctx.replay import ReplayReport, load_run, replay
 from memctx.replay._run import orphaned_tool_calls, request_points
@@ -34,47 +30,6 @@ from strategies import recorded_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAJECTORIES = sorted((ROOT / "examples" / "trajectories").glob("*.traj.json"))
-
-
-CLEAR = TrimToolOutputs(keep_recent=1, max_chars=40)
-
-
-@attrs.frozen
-class Step:
-    request: Any
-    result: ContextBuildResult
-    state: MemoryState
-    events: tuple[str, ...] = ()
-
-
-@attrs.define
-class BlockPolicy:
-    """A small cache-aware policy: a stable build; every ``clear_every`` requests the old
-    tool outputs are cleared, every ``compact_every`` the history is compacted."""
-
-    model: str = "claude-sonnet-4-6"
-    budget: int = 4_000
-    clear_every: int = 3
-    compact_every: int = 5
-    calls: int = 0
-    seen: list[int] = attrs.Factory(list)
-
-    def step(self, state: MemoryState) -> Step:
-        self.calls += 1
-        self.seen.append(len(state))
-        tokenizer = create_tokenizer(self.model)
-        builder = create_builder(tokenizer)
-        events: list[str] = []
-        if self.calls % self.clear_every == 0:
-            state, _ = compress(state, [CLEAR], tokenizer=tokenizer)
-            events.append("clearing")
-        if self.calls % self.compact_every == 0:
-            state, _ = compact(state, ExtractiveSummarizer(), keep_recent_tokens=300)
-            events.append("compaction")
-        result = builder.build(
-            state, max_tokens=self.budget, strategy="stable", provider="anthropic"
-        )
-        return Step(result.to_anthropic(cache=True), result, state, tuple(events))
 
 
 class TestRequestPoints:

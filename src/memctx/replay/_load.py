@@ -10,7 +10,8 @@ it) becomes its chunks' ``created_at``, so cache lifetimes see the run's real
 pace (a message without one takes its predecessor's time).
 
 Several files make one run, one after the other: each chunk id is prefixed
-with its file's name (``astropy__astropy-12907:msg3``), and each run's times
+with its file's name (``astropy__astropy-12907:msg3``; ``#2`` added to a name
+seen before), and each run's times
 are shifted so that it starts one second after the previous one ended.
 """
 
@@ -109,8 +110,12 @@ def concatenate(runs: Sequence[tuple[str, MemoryState]]) -> MemoryState:
     """Named runs as one: ids prefixed with the name, times shifted to follow each other."""
     out: list[Chunk] = []
     end: dt.datetime | None = None
+    seen: dict[str, int] = {}
     for name, state in runs:
         stem = name.removesuffix(".json").removesuffix(".traj")
+        seen[stem] = seen.get(stem, 0) + 1
+        if seen[stem] > 1:  # the same file again: a second copy of its run
+            stem = f"{stem}#{seen[stem]}"
         shift = dt.timedelta(0)
         if end is not None and len(state):
             shift = end + _GAP - state.chunks[0].created_at
