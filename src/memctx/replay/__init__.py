@@ -17,8 +17,7 @@ steps; Gemini's implicit minimum. See ``docs/replay.md``.
 """
 
 from memctx.replay._load import load_run
-from memctx.replay._page import render_reports
-from memctx.replay._report import ReplayReport, RequestCost
+from memctx.replay._report import ReplayReport, RequestCost, render_reports
 from memctx.replay._run import ROLLING_MASK, STRATEGIES, Strategy, replay, replay_many
 
 __all__ = [

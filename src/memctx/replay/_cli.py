@@ -11,7 +11,7 @@ import click
 from memctx._cli_errors import fail, friendly_errors
 from memctx._cli_options import format_option
 from memctx._cli_support import FILE, STDIO, dumps_json, note, write_output
-from memctx.replay._report import ReplayReport
+from memctx.replay._report import ReplayReport, render_reports
 
 POLICY: Final = "policy"
 """The name ``--compare`` gives the default ContextPolicy for the model."""
@@ -154,7 +154,6 @@ def replay_command(
     """
     from memctx.policy import model_profile
     from memctx.replay._load import load_run
-    from memctx.replay._page import render_reports
     from memctx.replay._run import replay
 
     profile = model_profile(model)  # an unknown model fails before any work

@@ -15,13 +15,10 @@ import functools
 import hashlib
 import html
 import importlib.resources
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Final
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
 
 from memctx._inspect_page import embed_json
-
-if TYPE_CHECKING:
-    from memctx.replay._report import ReplayReport
 
 _PAGE: Final = """<!DOCTYPE html>
 <html lang="en">
@@ -58,17 +55,12 @@ def _digest(text: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
 
 
-def render_reports(reports: Iterable[ReplayReport], *, title: str | None = None) -> str:
-    """One HTML page showing ``reports`` one under the other (each: totals, then a bar
-    per request with its events marked)."""
-    reports = list(reports)
-    if title is None:
-        models = sorted({r.model for r in reports})
-        title = f"memctx replay: {', '.join(models)}" if models else "memctx replay"
+def render_page(reports: Sequence[Mapping[str, Any]], title: str) -> str:
+    """The whole page for ``reports`` (each a ``ReplayReport.to_dict()``)."""
     css, js = _asset("replay.css"), _asset("replay.js")
     csp = (
         f"default-src 'none'; script-src {_digest(js)}; style-src {_digest(css)}; "
         "img-src data:; base-uri 'none'; form-action 'none'"
     )
-    data = {"title": title, "reports": [r.to_dict() for r in reports]}
+    data = {"title": title, "reports": list(reports)}
     return _PAGE.format(csp=csp, title=html.escape(title), css=css, js=js, data=embed_json(data))

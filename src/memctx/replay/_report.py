@@ -8,6 +8,8 @@ from typing import Any
 
 import attrs
 
+from memctx.replay._page import render_page
+
 
 @attrs.frozen
 class RequestCost:
@@ -178,9 +180,17 @@ class ReplayReport:
 
     def to_html(self, *, title: str | None = None) -> str:
         """One self-contained HTML page (no network): a bar per request, events marked."""
-        from memctx.replay._page import render_reports
-
         return render_reports([self], title=title)
 
     def _repr_html_(self) -> str:
         return self.to_html()
+
+
+def render_reports(reports: Iterable[ReplayReport], *, title: str | None = None) -> str:
+    """One HTML page showing ``reports`` one under the other (each: its totals, then a bar
+    per request, read / written / uncached, with its events marked)."""
+    reports = list(reports)
+    if title is None:
+        models = sorted({r.model for r in reports})
+        title = f"memctx replay: {', '.join(models)}" if models else "memctx replay"
+    return render_page([r.to_dict() for r in reports], title)
