@@ -8,8 +8,10 @@ run of ``--size`` chunks (``--quick``: the trajectories only). Each is
 replayed request by request (the request before each assistant turn) at 8k and
 32k tokens, with ``none`` (the whole history), ``recent``, ``stable``,
 ``rolling`` (a TrimToolOutputs mask redone every request) and, when
-``memctx.policy.ContextPolicy`` exists, ``policy``; each request is billed with
-claude-sonnet-4-6's and gpt-4o's cache rules from their model profiles.
+``memctx.policy.ContextPolicy`` exists, ``policy`` (``memctx replay``'s
+default: ClearToolUses() and compaction at 80% of the budget keeping 30%);
+each request is billed with claude-sonnet-4-6's and gpt-4o's cache rules from
+their model profiles.
 
 Columns: the share of input tokens read from the cache; billed over the same
 requests without a cache; billed over the untrimmed run with caching (``none``,
@@ -28,6 +30,7 @@ from typing import Any
 from benchmarks.workloads import generate, load_corpus, trajectory_files
 from memctx import MemoryState
 from memctx.replay import ReplayReport, load_run, replay
+from memctx.replay._run import default_policy
 
 BUDGETS = (8_000, 32_000)
 MODELS = ("claude-sonnet-4-6", "gpt-4o")
@@ -37,8 +40,9 @@ STRATEGIES = ("none", "recent", "stable", "rolling")
 def _policy(model: str, budget: int) -> Any | None:
     import memctx.policy
 
-    policy_class = getattr(memctx.policy, "ContextPolicy", None)
-    return None if policy_class is None else policy_class(model=model, max_tokens=budget)
+    if getattr(memctx.policy, "ContextPolicy", None) is None:
+        return None
+    return default_policy(model, budget)
 
 
 def runs(size: int, quick: bool) -> list[tuple[str, MemoryState]]:

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-import memctx.policy
 from cli_results import ok, one_error_line, run
 from conftest import agent_run
 from memctx import save_state
 from memctx.replay import replay
 from memctx.replay._cli import table
+from memctx.replay._run import default_policy
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAJECTORY = ROOT / "examples" / "trajectories" / "sqlfluff__sqlfluff-2419.traj.json"
@@ -62,11 +62,13 @@ class TestOutput:
         ]
 
     def test_without_compare_the_default_policy_runs(self, run_file: Path) -> None:
-        result = ok(run("replay", run_file, "--model", "gpt-4o", "--format", "json"))
+        result = ok(
+            run("replay", run_file, "--model", "gpt-4o", "--max-tokens", "900", "--format", "json")
+        )
 
         (only,) = json.loads(result.stdout)["reports"]
-        has_policy = hasattr(memctx.policy, "ContextPolicy")
-        assert (only["label"] == "stable") is not has_policy
+        expected = replay(agent_run(6), default_policy("gpt-4o", 900), label="policy")
+        assert only == json.loads(json.dumps(expected.to_dict()))
 
     def test_output_writes_the_html_report(self, run_file: Path, tmp_path: Path) -> None:
         out = tmp_path / "report.html"

@@ -25,7 +25,7 @@ from memctx import (
 )
 from memctx.policy import model_profile
 from memctx.replay import ReplayReport, load_run, replay
-from memctx.replay._run import orphaned_tool_calls, request_points
+from memctx.replay._run import default_policy, orphaned_tool_calls, request_points
 from strategies import recorded_runs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -131,6 +131,20 @@ class TestPolicies:
             ("compaction",),
             ("clearing",),
         ]
+
+    def test_a_context_policy_is_replayed_inside_its_budget(self) -> None:
+        report = replay(agent_run(30), default_policy("claude-sonnet-4-6", 3_000))
+
+        assert (report.label, report.model, report.budget) == (
+            "ContextPolicy",
+            "claude-sonnet-4-6",
+            3_000,
+        )
+        assert report.peak_tokens <= 3_000
+        assert (report.budget_violations, report.orphaned_tool_calls) == (0, 0)
+        assert report.compactions > 0
+        assert report.clearings > 0
+        assert report.cache_read_share > 0.5
 
     def test_the_policys_model_and_budget_are_the_defaults(self) -> None:
         report = replay(agent_run(4), BlockPolicy(budget=3_000))

@@ -12,6 +12,7 @@ from memctx._cli_errors import fail, friendly_errors
 from memctx._cli_options import format_option
 from memctx._cli_support import FILE, STDIO, dumps_json, note, write_output
 from memctx.replay._report import ReplayReport, render_reports
+from memctx.replay._run import default_policy
 
 POLICY: Final = "policy"
 """The name ``--compare`` gives the default ContextPolicy for the model."""
@@ -59,13 +60,6 @@ def _policy_class() -> Any:
     import memctx.policy
 
     return getattr(memctx.policy, "ContextPolicy", None)
-
-
-def _policy(model: str, max_tokens: int | None) -> Any:
-    options: dict[str, Any] = {"model": model}
-    if max_tokens is not None:
-        options["max_tokens"] = max_tokens
-    return _policy_class()(**options)
 
 
 def _row(report: ReplayReport) -> list[str]:
@@ -119,7 +113,8 @@ def table(reports: Sequence[ReplayReport]) -> str:
     default=None,
     metavar="NAMES",
     help="Comma-separated strategies to replay side by side: none (or raw), recent, stable, "
-    "rolling, policy [default: policy when memctx.policy.ContextPolicy exists, else stable].",
+    "rolling, policy (a ContextPolicy clearing old tool outputs and compacting at 80%% of the "
+    "budget) [default: policy].",
 )
 @click.option(
     "-o",
@@ -164,9 +159,10 @@ def replay_command(
     reports = [
         replay(
             state,
-            _policy(profile.name, max_tokens) if name == POLICY else name,
+            default_policy(profile.name, max_tokens) if name == POLICY else name,
             model=profile,
             max_tokens=max_tokens,
+            label=name,
         )
         for name in names
     ]

@@ -12,6 +12,7 @@ provider's cache (:mod:`memctx.replay._pricing`).
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol
@@ -52,7 +53,8 @@ class PolicyStepLike(Protocol):
 
 
 class Policy(Protocol):
-    """Anything with ``step(state)``, as :class:`memctx.policy.ContextPolicy` has."""
+    """Anything with ``step(state)``, as :class:`memctx.policy.ContextPolicy` has (a
+    ``now=`` keyword, when taken, gets the time of the request)."""
 
     def step(self, state: MemoryState) -> PolicyStepLike: ...
 
@@ -342,18 +344,29 @@ def _replay_policy(
         budget = _policy_budget(policy)
     pricer = _pricer(profile, _tokenizer(profile), budget)
     points, _ = _points(run)
+    timed = _takes_now(policy)
+    stepper: Any = policy  # its step(state, now=...) when it takes one
     state = MemoryState(thread_id=run.thread_id)
     done = 0
     for point in points:
         state = state.extend(run.chunks[done:point])
         done = point
-        step = policy.step(state)
-        state = step.state
         at = run.chunks[point - 1].created_at
+        step = stepper.step(state, now=at) if timed else policy.step(state)
+        state = step.state
         pricer.add(_as_request(step.request), step.result, state, point, at, step_events(step))
         if on_progress is not None:
             on_progress(len(pricer.requests), len(points))
     return _report(pricer, profile, label or _policy_label(policy), budget)
+
+
+def _takes_now(policy: object) -> bool:
+    """Whether ``policy.step`` takes ``now=`` (a compaction then carries the run's time)."""
+    try:
+        parameters = inspect.signature(policy.step).parameters  # type: ignore[attr-defined]
+    except (TypeError, ValueError):
+        return False
+    return "now" in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
 
 
 def _as_request(request: Any) -> Any:
@@ -385,3 +398,18 @@ def replay_many(
     """The same run replayed under each policy or strategy, side by side."""
     state = _run_state(run)
     return tuple(replay(state, s, model=model, max_tokens=max_tokens) for s in strategies)
+
+
+def default_policy(model: str | ModelProfile, max_tokens: int | None = None) -> Policy:
+    """The policy ``memctx replay`` runs: a :class:`~memctx.policy.ContextPolicy` for
+    ``model`` that clears old tool outputs (``ClearToolUses()``) and compacts at 80% of
+    the budget, keeping 30% (the configuration ``docs/long-runs.md`` starts from)."""
+    from memctx.compaction import CompactionPolicy
+    from memctx.policy import ClearToolUses, ContextPolicy
+
+    return ContextPolicy(
+        model,
+        max_tokens=max_tokens,
+        clear_tool_uses=ClearToolUses(),
+        compaction=CompactionPolicy(trigger=0.8, keep_recent=0.3),
+    )

@@ -17,6 +17,7 @@
     const e = event.toLowerCase();
     if (e.includes("compact")) return "compaction";
     if (e.includes("clear")) return "clearing";
+    if (e.includes("skip") || e.includes("calibrat")) return null; // nothing changed
     return "other";
   }
 
@@ -73,6 +74,7 @@
         bar.append(seg);
       }
       for (const event of r.events) {
+        if (kind(event) === null) continue;
         const mark = el("i", "marker " + kind(event));
         mark.dataset.event = event;
         bar.append(mark);
