@@ -30,6 +30,7 @@ from memctx import (
 )
 from memctx.compress import TrimToolOutputs
 from memctx.replay._blocks import BLOCKS, BlockCounter
+from memctx.replay._load import load_run
 from memctx.replay._pricing import PromptCache, cost, make_cache
 from memctx.replay._report import ReplayReport, RequestCost
 
@@ -216,8 +217,6 @@ def _run_state(run: object) -> MemoryState:
     if isinstance(run, MemoryState):
         return run
     if isinstance(run, str | os.PathLike):
-        from memctx.replay._load import load_run
-
         return load_run(run)
     raise ReplayError("run", f"must be a MemoryState or a path, got {type(run).__name__}")
 
@@ -238,7 +237,9 @@ def replay(
     profile) or a baseline's name from :data:`STRATEGIES` (``model`` is then
     required). ``max_tokens`` is the budget a strategy builds to (default: the
     model's window less its largest answer; ``none`` ignores it) and the limit a
-    request is checked against (default: the model's window). ``run`` may be
+    request is checked against (default: a policy's ``budget``, else the model's
+    window); a policy builds to its own budget. ``label`` names the report
+    (default: the strategy, or the policy's class). ``run`` may be
     a path, read with :func:`load_run`. ``on_progress(done, total)`` is called
     after each request.
     """
@@ -253,11 +254,6 @@ def replay(
             f"{', '.join(STRATEGIES)}; got {policy_or_strategy!r}",
         )
     return _replay_policy(state, policy_or_strategy, model, budget, label, on_progress)
-
-
-def _points(state: MemoryState) -> tuple[list[int], ContextBuilder]:
-    builder = create_builder()
-    return request_points(state, builder), builder
 
 
 def _replay_strategy(
@@ -343,7 +339,7 @@ def _replay_policy(
     if budget is None:
         budget = _policy_budget(policy)
     pricer = _pricer(profile, _tokenizer(profile), budget)
-    points, _ = _points(run)
+    points = request_points(run, create_builder())
     timed = _takes_now(policy)
     stepper: Any = policy  # its step(state, now=...) when it takes one
     state = MemoryState(thread_id=run.thread_id)
