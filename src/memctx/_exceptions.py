@@ -29,6 +29,7 @@ whose meaning it shares, so code that already catches ``ValueError`` or
     ├── CompressionError (ValueError)         a compressor is misconfigured or broke a rule
     ├── CompactionError (ValueError)          a compaction cannot be done as asked
     ├── PolicyError (ValueError)              a context policy or model profile option is invalid
+    ├── ReplayError (ValueError)              a run cannot be replayed as asked
     └── StoreError                            the persistent store refused an operation
         ├── ThreadNotFoundError (LookupError)
         ├── ThreadExistsError (ValueError)
@@ -252,6 +253,18 @@ class CompactionError(MemctxError, ValueError):
 class PolicyError(MemctxError, ValueError):
     """A :mod:`memctx.policy` option (of a ``ContextPolicy``, ``ClearToolUses`` or
     ``ModelProfile``) has an invalid value; ``option`` names it."""
+
+    def __init__(self, option: str, message: str) -> None:
+        self.option = option
+        super().__init__(f"{option}: {message}")
+
+
+class ReplayError(MemctxError, ValueError):
+    """A recorded run could not be replayed as asked: an unknown strategy, a model
+    without a profile, a run file that is not a run.
+
+    ``option`` names the argument at fault (``strategy``, ``model``, ``run``, ...).
+    """
 
     def __init__(self, option: str, message: str) -> None:
         self.option = option

@@ -78,6 +78,7 @@ COMMANDS: dict[str, str] = {
     "compress": "memctx._cli_compress:compress_command",
     "compact": "memctx._cli_compress:compact_command",
     "import-anthropic": "memctx._cli_anthropic:import_anthropic",
+    "replay": "memctx.replay._cli:replay_command",
 }
 
 
