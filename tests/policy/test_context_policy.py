@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import itertools
 from collections.abc import Sequence
 
 import pytest
@@ -67,7 +68,7 @@ class TestStructure:
 
     def test_between_events_a_request_only_grows_at_its_end(self) -> None:
         steps = agent_loop(policy(), 60)
-        for before, after in zip(steps, steps[1:], strict=False):
+        for before, after in itertools.pairwise(steps):
             if not after.changed:
                 old, new = before.result.messages, after.result.messages
                 assert new[: len(old) - 1] == old[:-1]
@@ -101,7 +102,8 @@ class TestRequest:
         system_marks = [b for b in request["system"] if "cache_control" in b]
         assert 1 <= len(marks) + len(system_marks) <= 4
         assert "do not touch the API" in marks[0]["text"]
-        assert "<user_message" in marks[0]["text"] and "progress_summary" not in marks[0]["text"]
+        assert "<user_message" in marks[0]["text"]
+        assert "progress_summary" not in marks[0]["text"]
 
     def test_openai_gets_messages(self) -> None:
         step = ContextPolicy("gpt-4o", max_tokens=4000).step(run_of(3))
@@ -182,11 +184,11 @@ class TestBadInput:
             ContextPolicy("gpt-4o", max_tokens=500_000)
 
     def test_a_trigger_above_the_window(self) -> None:
-        with pytest.raises(PolicyError, match="compaction.trigger"):
+        with pytest.raises(PolicyError, match=r"compaction\.trigger"):
             ContextPolicy("gpt-4o", compaction=CompactionPolicy(trigger=300_000, keep_recent=1000))
 
     def test_a_clearing_trigger_above_the_window(self) -> None:
-        with pytest.raises(PolicyError, match="clear_tool_uses.trigger"):
+        with pytest.raises(PolicyError, match=r"clear_tool_uses\.trigger"):
             ContextPolicy("gpt-4o", clear_tool_uses=ClearToolUses(trigger=300_000))
 
     @pytest.mark.parametrize("summarizer", [Failing(), lambda covered, previous: "  "])
