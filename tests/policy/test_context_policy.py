@@ -257,3 +257,9 @@ def test_reports_say_what_and_why() -> None:
     assert step.reports
     assert all(r.summary().startswith(r.kind) for r in step.reports)
     assert MemoryState(step.state.chunks) == step.state.with_thread_id(None)
+
+
+def test_with_recall_the_summary_points_to_the_recall_tool() -> None:
+    step = policy(max_tokens=3000, clear_tool_uses=None, recall=True).step(run_of(30))
+    assert step.compacted
+    assert "`recall` tool" in str(step.request)

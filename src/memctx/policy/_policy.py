@@ -158,7 +158,8 @@ class ContextPolicy:
     ``summarizer`` (sync, or ``async def``; default: an
     :class:`~memctx.compaction.ExtractiveSummarizer`). ``strategy``, ``system_prompt``
     and ``tools`` go to the build and the request. ``tokenizer`` overrides the
-    profile's, ``builder`` the default builder.
+    profile's, ``builder`` the default builder. ``recall=True`` (when the agent has the
+    ``recall`` tool) makes the default summary say that older details can be recalled.
 
     A policy remembers, per thread id, what calibration and growth it has seen: use
     one policy per agent (it is safe to share between threads of a store).
@@ -178,6 +179,7 @@ class ContextPolicy:
         tools: ToolMode = "text",
         tokenizer: Tokenizer | None = None,
         builder: ContextBuilder | None = None,
+        recall: bool = False,
     ) -> None:
         self.profile = model_profile(model)
         window = self.profile.context_window
@@ -211,6 +213,8 @@ class ContextPolicy:
             raise PolicyError(
                 "summarizer", f"must be callable (chunks, previous), got {summarizer!r}"
             )
+        if recall is not True and recall is not False:
+            raise PolicyError("recall", f"must be True or False, got {recall!r}")
         if strategy not in ("recent", "stable"):
             raise PolicyError("strategy", f"must be 'recent' or 'stable', got {strategy!r}")
         if tools not in ("text", "native"):
@@ -230,7 +234,9 @@ class ContextPolicy:
 
             # About an eighth of the budget (4 characters a token), so that a summary
             # leaves room for many requests after each compaction.
-            summarizer = ExtractiveSummarizer(max_chars=min(24_000, max(1_000, self.budget // 2)))
+            summarizer = ExtractiveSummarizer(
+                max_chars=min(24_000, max(1_000, self.budget // 2)), recall_hint=recall
+            )
         self.summarizer = summarizer
         self.compaction_tokens: tuple[int, int] | None = None
         if compaction is not None:
