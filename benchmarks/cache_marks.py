@@ -6,13 +6,14 @@
 one as if all of it were read from the cache. Here the cache decides: each
 run is replayed with ``strategy="stable"`` (a build before every assistant
 turn, at 8k and 32k tokens of gpt-4o), each request is made by
-``to_anthropic`` and sent through a model of Anthropic's documented cache:
+``to_anthropic`` and sent through Anthropic's documented cache as
+:mod:`memctx.replay` models it (claude-sonnet-4-6's rules):
 the prefix (system, then the messages' blocks) ending at each marked block
 is written when it is at least 1,024 tokens long; a request reads the
 longest written prefix ending at one of its marks or at one of the 20
 blocks before a mark. Billed input, in full-price tokens: reads 0.1x, writes
-1.25x, the rest 1x (a block's tokens are gpt-4o's count of its text, so the
-figures are relative). Mark policies compared:
+1.25x, the rest 1x (a block's tokens are gpt-4o's count of its text plus
+its message's overhead, so the figures are relative). Mark policies compared:
 
 - ``none``: no marks;
 - ``system+last``: the system and the last message (a common fixed rule);
@@ -26,64 +27,36 @@ Steady state is every request after the first one over half the budget.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from benchmarks.cache_cost import model_calls
 from benchmarks.workloads import generate, load_corpus, load_trajectories
 from memctx import MemoryState, create_builder, create_tokenizer
+from memctx.policy import model_profile
+from memctx.replay._blocks import BlockCounter, anthropic_blocks
+from memctx.replay._pricing import ExplicitCache, cost
 
-# The order of a request's blocks and the lookback are the cache model the tests check
-# to_anthropic(cache=True) against; this benchmark adds token counts and the minimum.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from anthropic_cache import LOOKBACK, blocks
-
+# Anthropic's documented cache (breakpoints, the 20-block lookback, the 1,024-token
+# minimum, 0.1x reads and 1.25x writes) is memctx.replay's; blocks are counted with gpt-4o.
 BUDGETS = (8_000, 32_000)
-MINIMUM = 1_024
 TOKENIZER = create_tokenizer("gpt-4o")
-_counts: dict[str, int] = {}
-
-
-def _prefixes(body: dict[str, Any]) -> tuple[list[str], list[int], list[int]]:
-    """Per block: the key of the prefix ending there, its cumulated tokens, marked or not."""
-    digest = hashlib.sha256()
-    keys, tokens, marks = [], [], []
-    total = 0
-    for role, block in blocks(body):
-        plain = json.dumps([role, {k: v for k, v in block.items() if k != "cache_control"}])
-        digest.update(plain.encode())
-        key = digest.copy().hexdigest()
-        if key not in _counts:
-            _counts[key] = TOKENIZER.count(block.get("text") or plain)
-        total += _counts[key]
-        keys.append(key)
-        tokens.append(total)
-        marks.append("cache_control" in block)
-    return keys, tokens, marks
+PROFILE = model_profile("claude-sonnet-4-6")
+COUNTER = BlockCounter(TOKENIZER)
 
 
 class Cache:
     def __init__(self) -> None:
-        self.written: set[str] = set()
+        self.cache = ExplicitCache(PROFILE)
 
     def bill(self, body: dict[str, Any]) -> tuple[float, int, int]:
         """(billed, tokens read, tokens sent) for one request; its marks are then written."""
-        keys, tokens, marks = _prefixes(body)
-        sent = tokens[-1] if tokens else 0
-        read = 0
-        for mark in (i for i, m in enumerate(marks) if m):
-            for end in range(mark, max(-1, mark - LOOKBACK - 1), -1):
-                if keys[end] in self.written:
-                    read = max(read, tokens[end])
-                    break
-        written = [i for i, m in enumerate(marks) if m and tokens[i] >= MINIMUM]
-        write = max(0, max((tokens[i] for i in written), default=0) - read)
-        self.written.update(keys[i] for i in written)
-        return 0.1 * read + 1.25 * write + (sent - read - write), read, sent
+        blocks = anthropic_blocks(body, COUNTER)
+        sent = blocks[-1].end if blocks else 0
+        billing = self.cache.send(blocks, sent, None)
+        billed, _ = cost(billing, PROFILE)
+        return billed / PROFILE.input_price * 1e6, billing.read, sent
 
 
 def _system_and_last(body: dict[str, Any]) -> dict[str, Any]:
@@ -110,7 +83,7 @@ def replay(state: MemoryState, budget: int) -> dict[str, float] | None:
     billed = dict.fromkeys([*policies, "ideal"], 0.0)
     read = sent = 0
     steady = False
-    previous: dict[str, Any] | None = None
+    previous: list[Any] | None = None
     grown, done = MemoryState(thread_id="replay"), 0
     for length in model_calls(state):
         grown, done = grown.extend(state.chunks[done:length]), length
@@ -121,11 +94,11 @@ def replay(state: MemoryState, budget: int) -> dict[str, float] | None:
             continue
         steady = steady or result.token_count > budget / 2
         figures = {name: caches[name].bill(body) for name, body in bodies.items()}
-        plain = bodies["none"]
-        keys, tokens, _ = _prefixes(plain)
+        plain = anthropic_blocks(bodies["none"], COUNTER)
+        keys, tokens = [b.key for b in plain], [b.end for b in plain]
         shared = 0
         if previous is not None:
-            old = _prefixes(previous)[0]
+            old = [b.key for b in previous]
             same = next(
                 (i for i, (a, b) in enumerate(zip(old, keys, strict=False)) if a != b), None
             )
@@ -134,8 +107,8 @@ def replay(state: MemoryState, budget: int) -> dict[str, float] | None:
         previous = plain
         if not steady:
             continue
-        for name, (cost, got, total) in figures.items():
-            billed[name] += cost
+        for name, (paid, got, total) in figures.items():
+            billed[name] += paid
             if name == "memctx":
                 read, sent = read + got, sent + total
         billed["ideal"] += 0.1 * shared + 1.25 * (tokens[-1] - shared)

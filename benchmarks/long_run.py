@@ -26,7 +26,7 @@ from memctx.compress import MaxChars, TrimToolOutputs, compress
 from memctx.typing import Tokenizer
 
 BUDGET = 16_000
-POLICY = CompactionPolicy(trigger_tokens=12_000, keep_recent_tokens=6_000)
+POLICY = CompactionPolicy(trigger=12_000, keep_recent=6_000)
 COMPRESSORS = (TrimToolOutputs(keep_recent=2, max_chars=2_000), MaxChars(24_000))
 _TOOL_TYPES = (ChunkType.WORKFLOW, ChunkType.ENVIRONMENT)
 
@@ -100,8 +100,8 @@ def main() -> None:
     args = parser.parse_args()
     tokenizer = create_tokenizer(args.model)
     print(
-        f"budget {BUDGET:,}; policy trigger {POLICY.trigger_tokens:,}, keep "
-        f"{POLICY.keep_recent_tokens:,}; compressors {[type(c).__name__ for c in COMPRESSORS]}; "
+        f"budget {BUDGET:,}; policy trigger {POLICY.trigger:,}, keep "
+        f"{POLICY.keep_recent:,}; compressors {[type(c).__name__ for c in COMPRESSORS]}; "
         f"{tokenizer.name}"
     )
     for workload in load_trajectories():

@@ -1,15 +1,17 @@
-"""A long agent run kept inside a 16k window by compression and compaction.
+"""A long agent run kept inside a 16k window by one ContextPolicy.
 
 The bundled pydicom run (a real mini-swe-agent trajectory: 140 chunks, ~28k
-tokens) is replayed chunk by chunk, as an agent appends. After every append
-old tool outputs are trimmed, the compaction policy is checked, and the
-context for the next model call is built within 16,000 tokens of gpt-4o.
-Compaction here is extractive (no model); swap in
-``LLMSummarizer(your_complete, max_tokens=...)`` for a model-written summary.
+tokens) is replayed as the agent lived it: before every model call the policy
+takes the state, clears old tool outputs and compacts old history when due (in
+blocks, so the prompt cache keeps hitting between two such events), and returns
+the Anthropic request with its cache breakpoints; the agent keeps the state the
+policy returned and appends the model's answer and the tool results to it.
+Compaction here is extractive (no model); pass
+``summarizer=LLMSummarizer(your_complete, max_tokens=...)`` for a model-written one.
 
-Run it with ``uv run python examples/long_running_agent.py``: it prints each
-compaction and the final summary, and rewrites
-``examples/long_running_agent.json`` (the final state).
+Run it with ``uv run python examples/long_running_agent.py``: it prints what the
+policy did and the final summary, and rewrites ``examples/long_running_agent.json``
+(the final state).
 """
 
 from __future__ import annotations
@@ -20,10 +22,10 @@ from pathlib import Path
 
 import attrs
 
-from memctx import MemoryState, create_builder, create_tokenizer, save_state
-from memctx.compaction import CompactionPolicy, ExtractiveSummarizer, is_compaction_summary
-from memctx.compress import TrimToolOutputs, compress
+from memctx import MemoryState, create_builder, save_state
+from memctx.compaction import CompactionPolicy, is_compaction_summary
 from memctx.importers import load_openai_transcript
+from memctx.policy import ClearToolUses, ContextPolicy
 
 HERE = Path(__file__).parent
 RUN = HERE / "trajectories" / "pydicom__pydicom-1256.traj.json"
@@ -41,23 +43,29 @@ def recorded_run() -> MemoryState:
 
 
 def replay(log: list[str] | None = None) -> MemoryState:
-    """Append the run chunk by chunk under the policy; return the final state."""
-    tokenizer = create_tokenizer("gpt-4o")
-    builder = create_builder()
-    trim = [TrimToolOutputs(keep_recent=2, max_chars=2_000)]
-    policy = CompactionPolicy(trigger_tokens=12_000, keep_recent_tokens=6_000)
-    summarizer = ExtractiveSummarizer()
+    """Live the run again under the policy, one step per model call; return the final state."""
+    policy = ContextPolicy(
+        "claude-sonnet-4-6",
+        max_tokens=BUDGET,
+        clear_tool_uses=ClearToolUses(keep_recent=3),
+        compaction=CompactionPolicy(trigger=0.8, keep_recent=0.3),
+    )
+    roles = create_builder()
     state = MemoryState([], thread_id="pydicom-1256")
+    previous_role = None
     for chunk in recorded_run():
+        role = roles.render(chunk)[0]
+        if role == "assistant" and previous_role not in (None, "assistant"):
+            # The model is called here: this is where an agent calls policy.step.
+            step = policy.step(state, now=chunk.created_at)
+            assert step.token_count <= BUDGET
+            if log is not None:
+                log.extend(
+                    f"before {chunk.id}: {r.summary()}" for r in step.reports if r.kind != "skipped"
+                )
+            state = step.state  # keep what the policy made, then append the answer
         state = state.append(chunk)
-        state, _ = compress(state, trim, tokenizer=tokenizer, builder=builder)
-        state, report = policy.apply(
-            state, summarizer, tokenizer=tokenizer, builder=builder, now=chunk.created_at
-        )
-        if report.compacted and log is not None:
-            log.append(f"after {chunk.id}: {report.summary()}")
-        result = builder.build(state, max_tokens=BUDGET, tokenizer=tokenizer)
-        assert result.token_count <= BUDGET
+        previous_role = role
     return state
 
 

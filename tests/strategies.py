@@ -498,3 +498,39 @@ search_queries: Final = st.lists(
     max_size=12,
 ).map(" ".join)
 """Any text as a search query: syntax of every backend, words, non-ASCII, control characters."""
+
+
+# -- recorded runs (replay) ------------------------------------------------------------------
+
+
+@st.composite
+def recorded_runs(draw: st.DrawFn) -> MemoryState:
+    """A run long enough for prompt caches to matter: a system prompt and a pinned task,
+    then turns of a remark, a tool call and its output (a few to a few thousand tokens,
+    sometimes an error or a user turn instead), chunks from none to an hour apart."""
+    start = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
+    gaps = draw(st.lists(st.sampled_from([0, 2, 30, 200, 400, 4000]), min_size=1, max_size=4))
+    made = [
+        chunks.system("You are an agent. " * draw(st.integers(1, 400)), id="sys"),
+        chunks.user("The task. " * draw(st.integers(1, 200)), id="task", pinned=True),
+    ]
+    for n in range(draw(st.integers(0, 14))):
+        kind = draw(st.sampled_from(["call", "call", "call", "error", "user", "remark"]))
+        words = f"out{n} " * draw(st.sampled_from([1, 20, 300, 1500, 4000]))
+        if kind == "user":
+            made.append(chunks.user(f"Also: {words}", id=f"u{n}"))
+            continue
+        made.append(chunks.assistant(f"Step {n}.", id=f"a{n}"))
+        if kind == "remark":
+            continue
+        made.append(chunks.tool_call("sh", {"n": n}, call_id=f"c{n}", id=f"call{n}"))
+        if kind == "error":
+            made.append(chunks.tool_error("sh", words, call_id=f"c{n}", id=f"res{n}"))
+        else:
+            made.append(chunks.tool_result("sh", words, call_id=f"c{n}", id=f"res{n}"))
+    at = start
+    timed = []
+    for n, chunk in enumerate(made):
+        at += dt.timedelta(seconds=gaps[n % len(gaps)])
+        timed.append(attrs.evolve(chunk, created_at=at))
+    return MemoryState(timed, thread_id="recorded")

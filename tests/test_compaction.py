@@ -181,19 +181,45 @@ class TestCompact:
 
 class TestCompactionPolicy:
     def test_keep_must_be_below_the_trigger(self) -> None:
-        with pytest.raises(CompactionError, match="must be below trigger_tokens"):
-            CompactionPolicy(trigger_tokens=100, keep_recent_tokens=100)
+        with pytest.raises(CompactionError, match="must be below trigger"):
+            CompactionPolicy(trigger=100, keep_recent=100)
+
+    def test_fractions_are_of_the_budget(self) -> None:
+        assert CompactionPolicy(trigger=0.8, keep_recent=0.3).tokens(10_000) == (8000, 3000)
+
+    def test_a_fraction_and_a_count_mix(self) -> None:
+        assert CompactionPolicy(trigger=0.5, keep_recent=1000).tokens(8000) == (4000, 1000)
+
+    def test_a_fraction_without_a_budget_is_refused(
+        self, long_run: MemoryState, gpt4o: TiktokenTokenizer
+    ) -> None:
+        with pytest.raises(CompactionError, match="needs the budget"):
+            CompactionPolicy().apply(long_run, Recorder(), tokenizer=gpt4o)
+
+    @pytest.mark.parametrize("bad", [0.0, 1.5, -3, "0.8", True, None])
+    def test_a_trigger_must_be_a_fraction_or_a_count(self, bad: object) -> None:
+        with pytest.raises(CompactionError, match="trigger"):
+            CompactionPolicy(trigger=bad)  # type: ignore[arg-type]
+
+    def test_with_a_budget_the_defaults_fire_at_eighty_percent(
+        self, long_run: MemoryState, gpt4o: TiktokenTokenizer
+    ) -> None:
+        total = sum(counts_of(create_builder()).tokens(c, gpt4o) for c in long_run)
+        policy = CompactionPolicy()
+        _, under = policy.apply(long_run, Recorder(), budget=int(total / 0.8) + 10, tokenizer=gpt4o)
+        _, over = policy.apply(long_run, Recorder(), budget=int(total / 0.8) - 10, tokenizer=gpt4o)
+        assert (under.compacted, over.compacted) == (False, True)
 
     def test_under_the_trigger_nothing_happens(
         self, long_run: MemoryState, gpt4o: TiktokenTokenizer
     ) -> None:
         recorder = Recorder()
-        policy = CompactionPolicy(trigger_tokens=100_000, keep_recent_tokens=1000)
+        policy = CompactionPolicy(trigger=100_000, keep_recent=1000)
         new, report = policy.apply(long_run, recorder, tokenizer=gpt4o)
         assert (new, report.reason, recorder.calls) == (long_run, "under trigger", [])
 
     def test_it_fires_in_the_middle_of_a_run_of_tool_calls(self, gpt4o: TiktokenTokenizer) -> None:
-        policy = CompactionPolicy(trigger_tokens=2000, keep_recent_tokens=500)
+        policy = CompactionPolicy(trigger=2000, keep_recent=500)
         state = MemoryState([chunks.user("Run the migration.", id="task", pinned=True)])
         fired_after = []
         for n in range(60):  # no user turn in between: only calls and results
@@ -211,7 +237,7 @@ class TestCompactionPolicy:
         self, gpt4o: TiktokenTokenizer
     ) -> None:
         recorder = Recorder()
-        policy = CompactionPolicy(trigger_tokens=150, keep_recent_tokens=100)
+        policy = CompactionPolicy(trigger=150, keep_recent=100)
         state = MemoryState([chunks.user("task", id="task", pinned=True)])
         for n in range(5):
             state = state.extend(step(n, size=10))
@@ -247,7 +273,7 @@ class TestCompactionProperties:
     def test_a_policy_checked_after_every_append_never_compacts_twice_in_a_row_for_nothing(
         self, state: MemoryState, trigger: int, gpt4o: TiktokenTokenizer
     ) -> None:
-        policy = CompactionPolicy(trigger_tokens=trigger, keep_recent_tokens=trigger // 3)
+        policy = CompactionPolicy(trigger=trigger, keep_recent=trigger // 3)
         current = MemoryState([])
         original = state
         previous_compacted = False

@@ -37,7 +37,7 @@ class TestTrajectories:
         self, trajectory: MemoryState, gpt4o: TiktokenTokenizer, context_snapshot: Any
     ) -> None:
         """Replayed chunk by chunk with a 12k trigger: summaries folded into one another."""
-        policy = CompactionPolicy(trigger_tokens=12_000, keep_recent_tokens=6_000)
+        policy = CompactionPolicy(trigger=12_000, keep_recent=6_000)
         state = MemoryState([])
         compactions = 0
         for chunk in trajectory:
@@ -218,3 +218,19 @@ def test_fewer_entries_than_the_cap_are_all_listed() -> None:
     calls = [chunks.tool_call("bash", {"command": f"step {i}"}, call_id=str(i)) for i in range(5)]
     done = ExtractiveSummarizer(max_done=30)(calls, None).split("## Done\n")[1].splitlines()
     assert done == [f"- bash `step {i}` → no result" for i in range(5)]
+
+
+class TestRecallHint:
+    def test_the_hint_ends_the_summary_once_however_often_it_folds(self) -> None:
+        hinted = ExtractiveSummarizer(recall_hint=True)
+        first = hinted([chunks.tool_call("bash", {"command": "ls"}, call_id="1")], None)
+        second = hinted([chunks.tool_call("bash", {"command": "pwd"}, call_id="2")], first)
+        assert second.endswith("`recall` tool.")
+        assert second.count("`recall` tool") == 1
+        assert "- bash `ls` → no result" in second
+
+
+def test_a_multi_line_command_keeps_its_first_line_verbatim() -> None:
+    call = chunks.tool_call("bash", {"command": "cat > a.py << 'EOF'\nx = 1\nEOF"}, call_id="1")
+    text = ExtractiveSummarizer()([call], None)
+    assert "- bash `cat > a.py << 'EOF' …` → no result" in text

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -135,7 +137,7 @@ class TestProperties:
     @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(
         sizes=st.lists(st.integers(0, 3000), min_size=1, max_size=25),
-        budget=st.integers(400, 3000),
+        budget=st.integers(700, 3000),  # the default prompt is ~350 tokens
         previous=st.one_of(st.none(), st.integers(0, 60).map(lambda n: "done " * n)),
     )
     def test_every_request_fits_and_every_chunk_is_sent_once_in_order(
@@ -154,3 +156,31 @@ class TestProperties:
             or f'id="{chunk.id}.cut-' in request[1]["content"]
         ]
         assert sent == [chunk.id for chunk in covered]
+
+
+class TestAsync:
+    def test_an_async_complete_is_awaited_by_asummarize(self, gpt4o: TiktokenTokenizer) -> None:
+        async def complete(messages: list[dict[str, str]]) -> str:
+            await asyncio.sleep(0)
+            return "## Commands\n- `pytest` -> exit 0"
+
+        summarizer = LLMSummarizer(complete, max_tokens=4000, tokenizer=gpt4o)
+        assert asyncio.run(summarizer.asummarize(steps(3), None)).startswith("## Commands")
+
+    def test_an_async_complete_called_sync_says_to_await(self, gpt4o: TiktokenTokenizer) -> None:
+        async def complete(messages: list[dict[str, str]]) -> str:
+            return "x"
+
+        with pytest.raises(CompactionError, match="asummarize"):
+            LLMSummarizer(complete, max_tokens=4000, tokenizer=gpt4o)(steps(1), None)
+
+    def test_the_recall_hint_is_added_once(self, gpt4o: TiktokenTokenizer) -> None:
+        summarizer = LLMSummarizer(lambda m: "summary", recall_hint=True, tokenizer=gpt4o)
+        first = summarizer(steps(1), None)
+        second = summarizer(steps(1), first)
+        assert first.endswith("`recall` tool.")
+        assert second.count("`recall` tool") == 1
+
+    def test_the_prompt_asks_to_update_the_previous_summary(self) -> None:
+        assert "UPDATE that summary" in LLMSummarizer.DEFAULT_PROMPT
+        assert "exit code" in LLMSummarizer.DEFAULT_PROMPT

@@ -26,7 +26,7 @@ def test_a_real_run_never_fails_never_exceeds_the_budget_and_compacts_mid_tool_r
     path: Path, gpt4o: TiktokenTokenizer
 ) -> None:
     history, _ = load_openai_transcript(json.loads(path.read_text()))
-    policy = CompactionPolicy(trigger_tokens=12_000, keep_recent_tokens=6_000)
+    policy = CompactionPolicy(trigger=12_000, keep_recent=6_000)
     compressors = [TrimToolOutputs(keep_recent=2, max_chars=2_000), MaxChars(24_000)]
     builder = create_builder()
     state = MemoryState([])

@@ -28,6 +28,8 @@ whose meaning it shares, so code that already catches ``ValueError`` or
     ├── TurnMismatchError (ValueError)        an adapter got turns the build did not count
     ├── CompressionError (ValueError)         a compressor is misconfigured or broke a rule
     ├── CompactionError (ValueError)          a compaction cannot be done as asked
+    ├── PolicyError (ValueError)              a context policy or model profile option is invalid
+    ├── ReplayError (ValueError)              a run cannot be replayed as asked
     └── StoreError                            the persistent store refused an operation
         ├── ThreadNotFoundError (LookupError)
         ├── ThreadExistsError (ValueError)
@@ -246,6 +248,27 @@ class CompressionError(MemctxError, ValueError):
 
 class CompactionError(MemctxError, ValueError):
     """A compaction could not be done: bad settings, or a summarizer that failed."""
+
+
+class PolicyError(MemctxError, ValueError):
+    """A :mod:`memctx.policy` option (of a ``ContextPolicy``, ``ClearToolUses`` or
+    ``ModelProfile``) has an invalid value; ``option`` names it."""
+
+    def __init__(self, option: str, message: str) -> None:
+        self.option = option
+        super().__init__(f"{option}: {message}")
+
+
+class ReplayError(MemctxError, ValueError):
+    """A recorded run could not be replayed as asked: an unknown strategy, a model
+    without a profile, a run file that is not a run.
+
+    ``option`` names the argument at fault (``strategy``, ``model``, ``run``, ...).
+    """
+
+    def __init__(self, option: str, message: str) -> None:
+        self.option = option
+        super().__init__(f"{option}: {message}")
 
 
 class StoreError(MemctxError):

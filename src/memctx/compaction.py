@@ -5,7 +5,7 @@ from memctx.compaction import compact, CompactionPolicy, ExtractiveSummarizer, L
 
 state, report = compact(state, ExtractiveSummarizer(), keep_recent_tokens=20_000, tokenizer=tok)
 
-policy = CompactionPolicy(trigger_tokens=12_000, keep_recent_tokens=6_000)
+policy = CompactionPolicy(trigger=12_000, keep_recent=6_000)
 state = state.append(chunk)
 state, report = policy.apply(state, summarizer, tokenizer=tok)   # after every append
 ```

@@ -139,11 +139,11 @@ class TestCompact:
         self, store: MemoryStore, agent: str, db_rows: Rows
     ) -> None:
         rows = db_rows()
-        lazy = CompactionPolicy(trigger_tokens=1_000_000, keep_recent_tokens=1000)
+        lazy = CompactionPolicy(trigger=1_000_000, keep_recent=1000)
         report = store.compact(agent, ExtractiveSummarizer(), policy=lazy)
         assert (report.compacted, report.reason) == (False, "under trigger")
         assert db_rows() == rows
-        eager = CompactionPolicy(trigger_tokens=500, keep_recent_tokens=200)
+        eager = CompactionPolicy(trigger=500, keep_recent=200)
         assert store.compact(agent, ExtractiveSummarizer(), policy=eager).compacted
 
     def test_a_chunk_appended_while_summarising_stays_visible(

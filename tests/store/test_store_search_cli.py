@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from memctx.cli._thread_search import excerpt
 
 from memctx import chunks
 from memctx.cli import main
+from memctx.cli._thread_search import excerpt
 from memctx.store import MemoryStore
 
 

@@ -78,6 +78,7 @@ COMMANDS: dict[str, str] = {
     "compress": "memctx.cli._compress:compress_command",
     "compact": "memctx.cli._compress:compact_command",
     "import-anthropic": "memctx.cli._anthropic:import_anthropic",
+    "replay": "memctx.cli._replay:replay_command",
 }
 
 

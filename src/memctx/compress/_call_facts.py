@@ -47,7 +47,10 @@ def key_arguments(content: Any, limit: int) -> str:
     if isinstance(content, Mapping):
         keys = [k for k in _KEY_ARGUMENTS if k in content] or list(content)[:2]
         if len(keys) == 1 and keys[0] in ("command", "cmd"):
-            return "`" + one_line(str(content[keys[0]]), limit) + "`"
+            # The first line verbatim (a here-document's body or a script's rest is data).
+            lines = str(content[keys[0]]).strip().splitlines() or [""]
+            more = " …" if len(lines) > 1 else ""
+            return "`" + one_line(lines[0], limit) + more + "`"
         parts = [f"{k}={one_line(str(content[k]), limit // max(len(keys), 1))}" for k in keys]
         return " ".join(parts)
     if content is None:

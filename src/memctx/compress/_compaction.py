@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -127,9 +127,13 @@ def _check_tokens(name: str, value: object) -> int:
 
 
 def plan_compaction(
-    chunks: Sequence[Chunk], keep_recent_tokens: int, counts: Sequence[int]
+    chunks: Sequence[Chunk],
+    keep_recent_tokens: int,
+    counts: Sequence[int],
+    keep: Collection[int] = (),
 ) -> CompactionPlan:
-    """Choose what a compaction covers (see the module's docstring)."""
+    """Choose what a compaction covers (see the module's docstring); the positions in
+    ``keep`` (and their units) are never covered either."""
     n = len(chunks)
     tail_start = n
     tail_tokens = 0
@@ -139,9 +143,10 @@ def plan_compaction(
         tail_start -= 1
         tail_tokens += counts[tail_start]
     shape = history_shape(chunks)
+    kept = shape.protected | shape.closure(keep)
     covered = []
     for position in range(tail_start):
-        if position in shape.protected:
+        if position in kept:
             continue
         if any(p >= tail_start for p in shape.unit_members(position)):
             continue
@@ -211,31 +216,38 @@ def _unchanged(plan: CompactionPlan, reason: str, tok: Tokenizer) -> CompactionR
     )
 
 
-def apply_plan(
+def summary_input(
+    state: MemoryState, plan: CompactionPlan
+) -> tuple[list[Chunk], str | None] | None:
+    """What the summarizer gets for ``plan``: the covered chunks (without the previous
+    summary) and the previous summary's text; ``None`` when there is nothing to compact."""
+    chunks = state.chunks
+    if not plan.covered or plan.covered == (plan.previous,):
+        return None
+    previous = None if plan.previous is None else chunks[plan.previous].text
+    return [chunks[i] for i in plan.covered if i != plan.previous], previous
+
+
+def check_summary(text: object) -> str:
+    """The summarizer's answer, if it is usable text."""
+    if not isinstance(text, str) or not text.strip():
+        raise CompactionError(f"the summarizer must return non-empty text, got {text!r}")
+    return text
+
+
+def place_summary(
     state: MemoryState,
     plan: CompactionPlan,
-    counts: Sequence[int],
-    summarizer: Summarizer,
+    text: str,
     tok: Tokenizer,
     builder: ContextBuilder,
     now: dt.datetime | None,
 ) -> tuple[MemoryState, CompactionReport]:
-    """Summarise the planned chunks and put the summary in their place."""
+    """Put one summary holding ``text`` in place of the chunks ``plan`` covers."""
     chunks = state.chunks
     covered = plan.covered
-    if not covered or covered == (plan.previous,):
-        return state, _unchanged(plan, "nothing to compact", tok)
     previous = None if plan.previous is None else chunks[plan.previous]
-    to_summarise = [chunks[i] for i in covered if i != plan.previous]
-    try:
-        text = summarizer(to_summarise, None if previous is None else previous.text)
-    except CompactionError:
-        raise
-    except Exception as exc:
-        raise CompactionError(f"the summarizer failed: {type(exc).__name__}: {exc}") from exc
-    if not isinstance(text, str) or not text.strip():
-        raise CompactionError(f"the summarizer must return non-empty text, got {text!r}")
-    original_count = len(to_summarise)
+    original_count = len(covered) - (previous is not None)
     if previous is not None:
         original_count += previous.metadata.original_count or 1
     covered_ids = tuple(chunks[i].id for i in covered)
@@ -279,53 +291,118 @@ def apply_plan(
     return new_state, report
 
 
+def apply_plan(
+    state: MemoryState,
+    plan: CompactionPlan,
+    counts: Sequence[int],
+    summarizer: Summarizer,
+    tok: Tokenizer,
+    builder: ContextBuilder,
+    now: dt.datetime | None,
+) -> tuple[MemoryState, CompactionReport]:
+    """Summarise the planned chunks and put the summary in their place."""
+    given = summary_input(state, plan)
+    if given is None:
+        return state, _unchanged(plan, "nothing to compact", tok)
+    try:
+        text = summarizer(*given)
+    except CompactionError:
+        raise
+    except Exception as exc:
+        raise CompactionError(f"the summarizer failed: {type(exc).__name__}: {exc}") from exc
+    return place_summary(state, plan, check_summary(text), tok, builder, now)
+
+
+def _check_amount(name: str, value: object) -> float | int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise CompactionError(
+            f"{name} must be a fraction of the budget (a float in (0, 1]) or a token count "
+            f"(an int), got {value!r}"
+        )
+    if isinstance(value, float) and not 0 < value <= 1:
+        raise CompactionError(
+            f"{name} as a fraction of the budget must be in (0, 1], got {value!r}"
+        )
+    if isinstance(value, int) and value < 0:
+        raise CompactionError(f"{name} as a token count must be >= 0, got {value!r}")
+    return value
+
+
 @attrs.frozen
 class CompactionPolicy:
-    """When to compact: check it after every append, tool results included.
+    """When to compact, and how much to keep: check it after every append.
 
-    Due when the state's chunks hold more than ``trigger_tokens``; then the
-    compaction keeps the newest ``keep_recent_tokens``. When what must stay
-    (the kept tail, the protected chunks and the previous summary) is over
-    the trigger by itself, compacting cannot help: the policy says so in
-    the report's ``reason`` and leaves the state alone, instead of
-    summarising again on every append.
+    ``trigger``: compaction is due when the state's chunks hold more than this;
+    ``keep_recent``: the newest part kept as it is. Each is a fraction of the
+    budget (a float in (0, 1]: ``trigger=0.8, keep_recent=0.3``, the defaults) or a
+    token count (an int). Fractions need the budget: :meth:`apply` takes it, and a
+    :class:`~memctx.policy.ContextPolicy` passes its own. When what must stay (the
+    kept tail, the protected chunks and the previous summary) is over the trigger by
+    itself, compacting cannot help: the policy says so in the report's ``reason`` and
+    leaves the state alone, instead of summarising again on every append.
     """
 
-    trigger_tokens: int
-    keep_recent_tokens: int
+    trigger: float | int = 0.8
+    keep_recent: float | int = 0.3
 
     def __attrs_post_init__(self) -> None:
-        _check_tokens("trigger_tokens", self.trigger_tokens)
-        _check_tokens("keep_recent_tokens", self.keep_recent_tokens)
-        if self.keep_recent_tokens >= self.trigger_tokens:
+        _check_amount("trigger", self.trigger)
+        _check_amount("keep_recent", self.keep_recent)
+        if type(self.trigger) is type(self.keep_recent) and self.keep_recent >= self.trigger:
             raise CompactionError(
-                f"keep_recent_tokens ({self.keep_recent_tokens}) must be below trigger_tokens "
-                f"({self.trigger_tokens}), or every compaction would be due again at once"
+                f"keep_recent ({self.keep_recent}) must be below trigger ({self.trigger}), "
+                "or every compaction would be due again at once"
             )
+
+    def tokens(self, budget: int | None) -> tuple[int, int]:
+        """``(trigger, keep_recent)`` in tokens for ``budget`` (needed for fractions)."""
+        if budget is None and (
+            isinstance(self.trigger, float) or isinstance(self.keep_recent, float)
+        ):
+            raise CompactionError(
+                f"trigger={self.trigger!r}, keep_recent={self.keep_recent!r}: a fraction needs "
+                "the budget (apply(..., budget=N)), or give both in tokens (ints)"
+            )
+        trigger, keep = (
+            int(v * budget) if isinstance(v, float) and budget is not None else int(v)
+            for v in (self.trigger, self.keep_recent)
+        )
+        if keep >= trigger:
+            raise CompactionError(
+                f"keep_recent ({keep} tokens) must be below trigger ({trigger} tokens)"
+            )
+        return trigger, keep
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The settings, as a store batch records them."""
+        return {"trigger": self.trigger, "keep_recent": self.keep_recent}
 
     def apply(
         self,
         state: MemoryState,
         summarizer: Summarizer,
         *,
+        budget: int | None = None,
         tokenizer: Tokenizer | None = None,
         builder: ContextBuilder | None = None,
         now: dt.datetime | None = None,
     ) -> tuple[MemoryState, CompactionReport]:
         """Compact ``state`` if it is due; otherwise return it with a report saying why not."""
+        trigger, keep = self.tokens(budget)
         builder = builder if builder is not None else default_builder()
         tok = tokenizer if tokenizer is not None else builder.tokenizer
         chunks = state.chunks
         counts = chunk_tokens(counts_of(builder), state, tok)
         total = sum(counts)
-        if total <= self.trigger_tokens:
+        if total <= trigger:
             plan = CompactionPlan((), None, total, total)
             return state, _unchanged(plan, "under trigger", tok)
-        plan = plan_compaction(chunks, self.keep_recent_tokens, counts)
+        plan = plan_compaction(chunks, keep, counts)
         previous_tokens = 0 if plan.previous is None else counts[plan.previous]
-        if plan.must_keep_tokens + previous_tokens >= self.trigger_tokens:
+        if plan.must_keep_tokens + previous_tokens >= trigger:
             reason = (
-                f"over the trigger ({total} > {self.trigger_tokens} tokens) but what must stay "
+                f"over the trigger ({total} > {trigger} tokens) but what must stay "
                 f"is over it by itself ({plan.must_keep_tokens} tokens kept, "
                 f"{previous_tokens} in the previous summary): not compacting"
             )

@@ -38,6 +38,25 @@ HEADINGS: Final = (
     "Key decisions",
     "Earlier summary",
 )
+RECALL_HINT: Final = (
+    "Older details (whole outputs, exact texts) were left out of this summary; "
+    "recall them with the `recall` tool."
+)
+_SHRINKING: Final = (
+    (1.0, 1.0, 1.0),
+    (0.5, 1.0, 1.0),
+    (0.0, 1.0, 1.0),
+    (0.0, 0.5, 1.0),
+    (0.0, 0.25, 1.0),
+    (0.0, 0.125, 1.0),
+    (0.0, 0.125, 0.5),
+    (0.0, 0.0625, 0.5),
+    (0.0, 0.03125, 0.25),
+    (0.0, 0.015625, 0.25),
+    (0.0, 0.0, 0.125),
+    (0.0, 0.0, 0.0),
+)
+"""(decisions and older quotes, steps done, the rest): the caps' scales tried in turn."""
 _MORE: Final = re.compile(r" … \(([\d,]+) more characters\)$")
 _OMITTED: Final = re.compile(r"^\((\d+) earlier (?:steps|items) not listed\)$")
 
@@ -62,6 +81,8 @@ def _parse(text: str) -> _Sections | None:
     by_heading: dict[str, list[str]] = {}
     current: list[str] | None = None
     for line in text.splitlines():
+        if line == RECALL_HINT:
+            continue
         if line.startswith("## "):
             heading = line[3:].strip()
             if heading not in HEADINGS:
@@ -97,6 +118,11 @@ def _parse(text: str) -> _Sections | None:
     )
 
 
+def _latest(lines: list[str]) -> list[str]:
+    """``lines`` with each repeated line kept only where it occurs last."""
+    return list(reversed(dict.fromkeys(reversed(lines))))
+
+
 def _union(first: list[str], second: list[str]) -> list[str]:
     return list(dict.fromkeys([*first, *second]))
 
@@ -115,17 +141,24 @@ class ExtractiveSummarizer:
     """
 
     max_goal_chars: int = 1500
-    max_done: int = 30
-    max_errors: int = 8
-    max_subagents: int = 8
+    max_done: int = 200
+    max_errors: int = 40
+    max_subagents: int = 20
     max_requests: int = 8
     max_decisions: int = 5
-    max_files: int = 30
+    max_files: int = 200
     line_chars: int = 160
     max_chars: int = 6000
+    recall_hint: bool = False
 
     def __attrs_post_init__(self) -> None:
+        if self.recall_hint is not True and self.recall_hint is not False:
+            raise CompactionError(
+                f"ExtractiveSummarizer.recall_hint must be True or False, got {self.recall_hint!r}"
+            )
         for field in attrs.fields(ExtractiveSummarizer):
+            if field.name == "recall_hint":
+                continue
             value = getattr(self, field.name)
             minimum = 200 if field.name == "max_chars" else 0
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
@@ -142,11 +175,15 @@ class ExtractiveSummarizer:
             if old is None:
                 old = _Sections(earlier=[f"> {line}" for line in previous.splitlines()])
             merged = self._merge(old, new)
-        for scale in (1.0, 0.5, 0.25, 0.125, 0.0):
-            text = self._render(merged, scale)
-            if len(text) <= self.max_chars:
-                return text
-        return cut_text(text, self.max_chars)
+        hint = f"\n\n{RECALL_HINT}" if self.recall_hint else ""
+        limit = self.max_chars - len(hint)
+        # Shrink what the agent needs least first: decisions and quoted older summaries,
+        # then the steps done, then errors, files, requests and sub-agents.
+        for scales in _SHRINKING:
+            text = self._render(merged, *scales)
+            if len(text) <= limit:
+                return text + hint
+        return cut_text(text, max(limit, 1)) + hint
 
     def _extract(self, chunks: Sequence[Chunk]) -> _Sections:
         s = _Sections()
@@ -222,9 +259,9 @@ class ExtractiveSummarizer:
         return _Sections(
             goal=old.goal or new.goal,
             requests=[*old.requests, *new.requests],
-            done=[*old.done, *new.done],
+            done=_latest([*old.done, *new.done]),
             done_omitted=old.done_omitted,
-            errors=[*old.errors, *new.errors],
+            errors=_latest([*old.errors, *new.errors]),
             subagents=[*old.subagents, *new.subagents],
             read=_union(old.read, new.read),
             changed=_union(old.changed, new.changed),
@@ -233,14 +270,14 @@ class ExtractiveSummarizer:
             earlier=[*old.earlier, *new.earlier],
         )
 
-    def _render(self, s: _Sections, scale: float) -> str:
+    def _render(self, s: _Sections, low: float, middle: float, high: float) -> str:
         parts: list[str] = []
 
         def section(heading: str, lines: list[str]) -> None:
             if lines:
                 parts.append(f"## {heading}\n" + "\n".join(lines))
 
-        def newest(items: list[str], cap: int) -> list[str]:
+        def newest(items: list[str], cap: int, scale: float = high) -> list[str]:
             kept = int(cap * scale)
             return items[max(len(items) - kept, 0) :] if kept else []
 
@@ -248,13 +285,13 @@ class ExtractiveSummarizer:
         earlier_cut = 0
         if found := _MORE.search(goal):  # cut by an earlier summary already
             goal, earlier_cut = goal[: found.start()], int(found.group(1).replace(",", ""))
-        limit = max(int(self.max_goal_chars * scale), 200)
+        limit = max(int(self.max_goal_chars * middle), 200)
         cut = earlier_cut + max(len(goal) - limit, 0)
         if cut:
             goal = goal[:limit] + f" … ({cut:,} more characters)"
         section("Goal", [f"> {line}" for line in goal.splitlines()])
         section("Requests", newest(s.requests, self.max_requests))
-        done = newest(s.done, self.max_done)
+        done = newest(s.done, self.max_done, middle)
         omitted = s.done_omitted + len(s.done) - len(done)
         if omitted:
             done = [f"({omitted} earlier steps not listed)", *done]
@@ -269,8 +306,8 @@ class ExtractiveSummarizer:
         section("Files", [line for line in files if not line.endswith(": ")])
         if s.todos is not None:
             section("Open todos", s.todos or ["- (none)"])
-        section("Key decisions", newest(s.decisions, self.max_decisions))
-        section("Earlier summary", newest(s.earlier, 40))
+        section("Key decisions", newest(s.decisions, self.max_decisions, low))
+        section("Earlier summary", newest(s.earlier, 40, low))
         return "\n\n".join(parts) if parts else "## Done\n(nothing to report)"
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar, Final
 
 import attrs
@@ -26,21 +28,29 @@ continues from the summary and the newest messages alone.
 
 You get the older part as memctx XML (messages, tool calls and their results, delegations \
 to sub-agents), and, when there is one, the summary written at the previous compaction. \
-Write one new summary that folds the previous one in: keep what still matters, drop what \
-was superseded.
+UPDATE that summary: keep every fact of it that still holds, add what the new part \
+adds, and drop only what was superseded; do not shorten it into a summary of a summary.
 
 Use these Markdown headings, and leave out a heading with nothing under it:
-## Goal            what the user asked for, in their words where it matters
-## Constraints     requirements, preferences and limits the user or the task set
+## Goal            the task, in the user's words where it matters
+## Constraints     requirements, preferences, limits and decisions the user stated
 ## Progress        ### Done, ### In progress, ### Blocked
-## Key decisions   what was decided and why
-## Next steps      what the agent should do next, in order
-## Critical context facts the agent would otherwise have to rediscover (values, errors, \
-results of sub-agents)
+## Commands        each command run, exact, with its exit code (`cmd` -> exit 0)
+## Errors          each error met, its exact line, and whether it was fixed
+## Tests           test names run and their results (passed, failed, errors)
 ## Files           files read, and files changed (with what changed)
+## Sub-agents      what each sub-agent was asked and what it reported
+## Key decisions   what the agent decided and why
+## Open todos      the items still open, in order
+## Next steps      what the agent should do next
 
-Keep file paths, commands, identifiers and error messages exact. Be brief. Answer with the \
-summary only."""
+Keep file paths, commands, identifiers, test names and error messages exact. Be brief \
+elsewhere. Answer with the summary only."""
+
+RECALL_LINE: Final = (
+    "Older details (whole outputs, exact texts) were left out of this summary; "
+    "recall them with the `recall` tool."
+)
 
 
 def _request_text(previous: str | None, conversation: str) -> str:
@@ -69,11 +79,12 @@ class LLMSummarizer:
     DEFAULT_PROMPT: ClassVar[str] = DEFAULT_PROMPT
     """The system prompt used when ``prompt`` is not given."""
 
-    complete: Callable[[list[ChatMessage]], str]
+    complete: Callable[[list[ChatMessage]], str] | Callable[[list[ChatMessage]], Awaitable[str]]
     prompt: str | None = None
     max_tokens: int = 16_000
     tokenizer: Tokenizer | None = None
     builder: ContextBuilder | None = None
+    recall_hint: bool = False
 
     def __attrs_post_init__(self) -> None:
         if not callable(self.complete):
@@ -106,24 +117,57 @@ class LLMSummarizer:
         return count <= self.max_tokens
 
     def __call__(self, chunks: Sequence[Chunk], previous: str | None) -> str:
-        summary = previous
-        remaining = list(chunks)
-        if not self._fits([], summary):
+        summary, remaining = self._start(chunks, previous)
+        while remaining:
+            group = self._next_group(remaining, summary)
+            answer = self.complete(self.messages(group, summary))
+            if inspect.isawaitable(answer):
+                close = getattr(answer, "close", None)
+                if close is not None:
+                    close()
+                raise CompactionError(
+                    "complete() is async: await summarizer.asummarize(...) "
+                    "(ContextPolicy.astep does)"
+                )
+            summary = self._answer(answer)
+            remaining = remaining[len(group) :]
+        return self._finish(summary)
+
+    async def asummarize(self, chunks: Sequence[Chunk], previous: str | None) -> str:
+        """:meth:`__call__` for an ``async def complete`` (a sync one works too): the
+        requests are fitted in a worker thread, the answers awaited."""
+        summary, remaining = self._start(chunks, previous)
+        while remaining:
+            group = await asyncio.to_thread(self._next_group, remaining, summary)
+            answer = self.complete(self.messages(group, summary))
+            if inspect.isawaitable(answer):
+                answer = await answer
+            summary = self._answer(answer)
+            remaining = remaining[len(group) :]
+        return self._finish(summary)
+
+    def _start(
+        self, chunks: Sequence[Chunk], previous: str | None
+    ) -> tuple[str | None, list[Chunk]]:
+        if previous is not None and self.recall_hint:
+            previous = previous.replace(f"\n\n{RECALL_LINE}", "")
+        if not self._fits([], previous):
             raise CompactionError(
                 f"the prompt and the previous summary alone do not fit the summary model's "
                 f"{self.max_tokens} tokens"
             )
-        while remaining:
-            group = self._next_group(remaining, summary)
-            messages = self.messages(group, summary)
-            answer = self.complete(messages)
-            if not isinstance(answer, str) or not answer.strip():
-                raise CompactionError(f"complete() must return non-empty text, got {answer!r}")
-            summary = answer.strip()
-            remaining = remaining[len(group) :]
+        return previous, list(chunks)
+
+    @staticmethod
+    def _answer(answer: object) -> str:
+        if not isinstance(answer, str) or not answer.strip():
+            raise CompactionError(f"complete() must return non-empty text, got {answer!r}")
+        return answer.strip()
+
+    def _finish(self, summary: str | None) -> str:
         if summary is None:
             raise CompactionError("nothing to summarise")
-        return summary
+        return f"{summary}\n\n{RECALL_LINE}" if self.recall_hint else summary
 
     def _next_group(self, remaining: list[Chunk], previous: str | None) -> list[Chunk]:
         """The longest prefix of ``remaining`` that fits one request (one chunk, cut to fit)."""

@@ -14,7 +14,7 @@ import datetime as dt
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Concatenate, Literal, ParamSpec, Self, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, Self, TypeVar, Unpack
 
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
@@ -32,7 +32,7 @@ from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
 from memctx.compress._compaction import CompactionPolicy, CompactionReport
 from memctx.store import _build, _paged, _search, _snapshot, _thread_ops, _view_ops
-from memctx.store._context_ops import compact_thread_async, compress_thread_async
+from memctx.store._context_ops import compact_thread_async, compress_thread_async, step_thread_async
 from memctx.store._engine import (
     create_async_store_engine,
     database_error,
@@ -46,6 +46,9 @@ from memctx.store._records import Batch, StoredChunk, StoreEvent, ThreadInfo
 from memctx.store._search import DEFAULT_LIMIT, SearchHit
 from memctx.store._thread_ops import MakeChunks
 from memctx.typing import Compressor, Summarizer, Tokenizer
+
+if TYPE_CHECKING:
+    from memctx.policy import ContextPolicy, PolicyStep
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -313,6 +316,7 @@ class AsyncMemoryStore:
         *,
         keep_recent_tokens: int | None = None,
         policy: CompactionPolicy | None = None,
+        budget: int | None = None,
         tokenizer: Tokenizer | None = None,
         builder: ContextBuilder | None = None,
         now: dt.datetime | None = None,
@@ -324,6 +328,7 @@ class AsyncMemoryStore:
             summarizer,
             keep_recent_tokens=keep_recent_tokens,
             policy=policy,
+            budget=budget,
             tokenizer=tokenizer,
             builder=self._builder_for(builder),
             now=now,
@@ -362,6 +367,18 @@ class AsyncMemoryStore:
     async def record_event(self, thread_id: str, kind: str, payload: Mapping[str, Any]) -> None:
         """See :meth:`MemoryStore.record_event`."""
         await self._run(True, _thread_ops.add_event, thread_id, kind, payload)
+
+    async def step(self, thread_id: str, policy: ContextPolicy, **options: Any) -> PolicyStep:
+        """Run ``policy`` on the thread's visible chunks (``policy.astep``; ``options``:
+        ``usage``, ``overflowed``, ``now``) and return its :class:`~memctx.policy.PolicyStep`.
+
+        Each clearing or compaction is written as a batch of its own, with its
+        ``context.compressed`` or ``context.compacted`` event, all in one write
+        transaction; chunks appended while the policy ran stay visible after the
+        new view. :meth:`rollback` to the batch before restores the view. The step's
+        ``state`` is the thread as it was read, changed by the policy.
+        """
+        return await step_thread_async(self, thread_id, policy, options)
 
     async def build(
         self,

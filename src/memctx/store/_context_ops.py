@@ -20,17 +20,21 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Final, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
 from memctx._build.builder import ContextBuilder
 from memctx._build.compress_report import CompressionReport, compressor_params
 from memctx._chunk import Chunk
-from memctx._exceptions import CompactionError
+from memctx._exceptions import CompactionError, StoreError
 from memctx._state import MemoryState
 from memctx.compress import compress
 from memctx.compress._compaction import CompactionPolicy, CompactionReport, compact
+from memctx.store import _view_ops
 from memctx.store._records import ThreadInfo
 from memctx.typing import Compressor, Summarizer, Tokenizer
+
+if TYPE_CHECKING:
+    from memctx.policy import ContextPolicy, PolicyStep
 
 CONTEXT_COMPRESSED: Final = "context.compressed"
 """Event kind recorded by :meth:`MemoryStore.compress` when something was cut."""
@@ -100,16 +104,16 @@ def _compaction(
     summarizer: Summarizer,
     keep_recent_tokens: int | None,
     policy: CompactionPolicy | None,
+    budget: int | None,
     tokenizer: Tokenizer | None,
     builder: ContextBuilder,
     now: dt.datetime | None,
 ) -> tuple[CompactionReport, Write | None]:
     if policy is not None:
-        new, report = policy.apply(state, summarizer, tokenizer=tokenizer, builder=builder, now=now)
-        params: dict[str, Any] = {
-            "trigger_tokens": policy.trigger_tokens,
-            "keep_recent_tokens": policy.keep_recent_tokens,
-        }
+        new, report = policy.apply(
+            state, summarizer, budget=budget, tokenizer=tokenizer, builder=builder, now=now
+        )
+        params: dict[str, Any] = {**policy.params, "budget": budget}
     else:
         assert keep_recent_tokens is not None
         new, report = compact(
@@ -199,6 +203,7 @@ def compact_thread(
     *,
     keep_recent_tokens: int | None,
     policy: CompactionPolicy | None,
+    budget: int | None = None,
     tokenizer: Tokenizer | None,
     builder: ContextBuilder,
     now: dt.datetime | None,
@@ -209,7 +214,7 @@ def compact_thread(
         store,
         thread_id,
         lambda state: _compaction(
-            state, summarizer, keep_recent_tokens, policy, tokenizer, builder, now
+            state, summarizer, keep_recent_tokens, policy, budget, tokenizer, builder, now
         ),
     )
 
@@ -221,6 +226,7 @@ async def compact_thread_async(
     *,
     keep_recent_tokens: int | None,
     policy: CompactionPolicy | None,
+    budget: int | None = None,
     tokenizer: Tokenizer | None,
     builder: ContextBuilder,
     now: dt.datetime | None,
@@ -231,7 +237,7 @@ async def compact_thread_async(
         store,
         thread_id,
         lambda state: _compaction(
-            state, summarizer, keep_recent_tokens, policy, tokenizer, builder, now
+            state, summarizer, keep_recent_tokens, policy, budget, tokenizer, builder, now
         ),
     )
 
@@ -239,3 +245,59 @@ async def compact_thread_async(
 def _version(info: ThreadInfo) -> tuple[int, int]:
     """Changes whenever the thread's view can have changed: its chunks and its batches."""
     return info.chunk_count, info.batch_count
+
+
+def _step_views(step: PolicyStep) -> list[_view_ops.View]:
+    """One view per change of ``step``: its chunks, operation, params and event."""
+    views: list[_view_ops.View] = []
+    for report, state in step.stages:
+        detail = report.detail
+        params: dict[str, Any] = {"policy": report.kind, "reason": report.reason}
+        if isinstance(detail, CompactionReport):
+            event = (CONTEXT_COMPACTED, detail.to_event())
+            views.append((state.chunks, "compact", params, [event]))
+        elif isinstance(detail, CompressionReport):
+            params["compressors"] = [dict(p) for p in detail.compressors]
+            views.append(
+                (state.chunks, "compress", params, [(CONTEXT_COMPRESSED, detail.to_event())])
+            )
+    return views
+
+
+def _conflict(thread_id: str) -> StoreError:
+    return StoreError(
+        f"thread {thread_id!r} kept changing its view while the policy ran ({ATTEMPTS} tries); "
+        "nothing was written"
+    )
+
+
+def step_thread(
+    store: Any, thread_id: str, policy: ContextPolicy, options: Mapping[str, Any]
+) -> PolicyStep:
+    """Run ``policy`` on the visible chunks of ``thread_id``; write each change as a batch."""
+    for _ in range(ATTEMPTS):
+        state = store.get_current_state(thread_id)
+        step = policy.step(state, **options)
+        views = _step_views(step)
+        if not views:
+            return step
+        written = store._run(True, _view_ops.apply_views_on, thread_id, state.ids, views)
+        if written is not None:
+            return step
+    raise _conflict(thread_id)
+
+
+async def step_thread_async(
+    store: Any, thread_id: str, policy: ContextPolicy, options: Mapping[str, Any]
+) -> PolicyStep:
+    """:func:`step_thread` for an :class:`AsyncMemoryStore` (the policy's ``astep``)."""
+    for _ in range(ATTEMPTS):
+        state = await store.get_current_state(thread_id)
+        step = await policy.astep(state, **options)
+        views = _step_views(step)
+        if not views:
+            return step
+        written = await store._run(True, _view_ops.apply_views_on, thread_id, state.ids, views)
+        if written is not None:
+            return step
+    raise _conflict(thread_id)

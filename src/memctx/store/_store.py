@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import partial
-from typing import Any, Concatenate, Literal, ParamSpec, Self, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, Self, TypeVar, Unpack
 
 from sqlalchemy import Engine
 from sqlalchemy.engine import URL
@@ -30,7 +30,7 @@ from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
 from memctx.compress._compaction import CompactionPolicy, CompactionReport
 from memctx.store import _build, _paged, _search, _snapshot, _thread_ops, _view_ops
-from memctx.store._context_ops import compact_thread, compress_thread
+from memctx.store._context_ops import compact_thread, compress_thread, step_thread
 from memctx.store._engine import (
     create_store_engine,
     database_error,
@@ -44,6 +44,9 @@ from memctx.store._records import Batch, StoredChunk, StoreEvent, ThreadInfo
 from memctx.store._search import DEFAULT_LIMIT, SearchHit
 from memctx.store._thread_ops import MakeChunks
 from memctx.typing import Compressor, Summarizer, Tokenizer
+
+if TYPE_CHECKING:
+    from memctx.policy import ContextPolicy, PolicyStep
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -444,6 +447,7 @@ class MemoryStore:
         *,
         keep_recent_tokens: int | None = None,
         policy: CompactionPolicy | None = None,
+        budget: int | None = None,
         tokenizer: Tokenizer | None = None,
         builder: ContextBuilder | None = None,
         now: dt.datetime | None = None,
@@ -458,10 +462,23 @@ class MemoryStore:
             summarizer,
             keep_recent_tokens=keep_recent_tokens,
             policy=policy,
+            budget=budget,
             tokenizer=tokenizer,
             builder=self._builder_for(builder),
             now=now,
         )
+
+    def step(self, thread_id: str, policy: ContextPolicy, **options: Any) -> PolicyStep:
+        """Run ``policy`` on the thread's visible chunks (``policy.step``; ``options``:
+        ``usage``, ``overflowed``, ``now``) and return its :class:`~memctx.policy.PolicyStep`.
+
+        Each clearing or compaction is written as a batch of its own, with its
+        ``context.compressed`` or ``context.compacted`` event, all in one write
+        transaction; chunks appended while the policy ran stay visible after the
+        new view. :meth:`rollback` to the batch before restores the view. The step's
+        ``state`` is the thread as it was read, changed by the policy.
+        """
+        return step_thread(self, thread_id, policy, options)
 
     def build(
         self,

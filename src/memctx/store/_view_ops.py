@@ -147,6 +147,44 @@ def apply_view(
     return number
 
 
+View = tuple[Sequence[Chunk], str, Mapping[str, Any], Sequence[tuple[str, Mapping[str, Any]]]]
+"""One view to write: its chunks, operation, params and events."""
+
+
+def apply_views_on(
+    session: Session, thread_id: str, based_on: Sequence[str], views: Sequence[View]
+) -> tuple[int, ...] | None:
+    """Write ``views`` in order, each a batch, if the visible chunks still start with
+    ``based_on`` (the ids the views were computed from); return their batch numbers.
+
+    Chunks appended since (visible after ``based_on``) are kept visible after each
+    view, all in this one transaction, so no append is ever hidden. ``None`` (and
+    nothing written) when the view changed otherwise: compute again.
+    """
+    check_thread_id(thread_id)
+    checked = [
+        (chunks, operation, params, _check_events(events))
+        for chunks, operation, params, events in views
+    ]
+    thread = get_thread(session, thread_id, lock=True)
+    previous = thread.batch
+    rows = visible_rows(session, get_batch(session, thread_id, previous))
+    if [row.chunk_id for row in rows[: len(based_on)]] != list(based_on):
+        return None
+    appended = [row_to_chunk(row) for row in rows[len(based_on) :]]
+    before = len(rows)
+    numbers = []
+    for chunks, operation, params, events in checked:
+        check_payload(operation, params, "params (the view's parameters)")
+        _, view = _place(session, thread, [*chunks, *appended], "view")
+        previous = _new_view(session, thread, operation, params, view, previous, before)
+        for kind, payload in events:
+            record_event(session, thread_id, kind, payload)
+        before = len(view)
+        numbers.append(previous)
+    return tuple(numbers)
+
+
 def rollback(session: Session, thread_id: str, target: object) -> int:
     """Start a batch that shows what batch ``target`` shows; return its number."""
     check_thread_id(thread_id)

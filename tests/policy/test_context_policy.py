@@ -1,0 +1,265 @@
+"""ContextPolicy: every request fits, keeps its task and units, and changes only in blocks."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import itertools
+from collections.abc import Sequence
+
+import pytest
+from policy_runs import run_of, tool_step
+
+from memctx import Chunk, MemoryState, PolicyError, UnknownModelError, chunks
+from memctx.compaction import CompactionPolicy, ExtractiveSummarizer, is_compaction_summary
+from memctx.policy import ClearToolUses, ContextPolicy, PolicyStep
+
+
+def policy(**options: object) -> ContextPolicy:
+    settings: dict[str, object] = {
+        "max_tokens": 4000,
+        "clear_tool_uses": ClearToolUses(keep_recent=2),
+        "compaction": CompactionPolicy(trigger=0.8, keep_recent=0.2),
+    }
+    settings.update(options)
+    return ContextPolicy("claude-sonnet-4-6", **settings)  # type: ignore[arg-type]
+
+
+def agent_loop(p: ContextPolicy, steps: int, size: int = 100) -> list[PolicyStep]:
+    """Append one call and its result per model call; keep each step's state."""
+    state = run_of(0)
+    done = []
+    for n in range(steps):
+        state = state.extend(tool_step(n, size))
+        step = p.step(state)
+        done.append(step)
+        state = step.state
+    return done
+
+
+def orphans(chunks_: Sequence[Chunk]) -> int:
+    calls = {c.metadata.call_id for c in chunks_ if c.action == "tool_call"}
+    results = {c.metadata.call_id for c in chunks_ if c.action == "tool_result"}
+    return len(calls ^ results)
+
+
+class TestBudget:
+    def test_the_budget_is_the_window_minus_the_reserve(self) -> None:
+        assert ContextPolicy("gpt-4o", reserve_tokens=8000).budget == 120_000
+
+    def test_max_tokens_sets_it(self) -> None:
+        assert ContextPolicy("gpt-4o", max_tokens=8000).budget == 8000
+
+    def test_every_request_of_a_long_run_fits(self) -> None:
+        steps = agent_loop(policy(), 60)
+        assert max(s.token_count for s in steps) <= 4000
+        assert all(s.result.token_count <= s.budget for s in steps)
+
+
+class TestStructure:
+    def test_the_task_is_in_every_request(self) -> None:
+        for step in agent_loop(policy(), 60):
+            assert "task" in step.result.included_chunk_ids
+            assert "do not touch the API" in str(step.request)
+
+    def test_no_call_is_ever_separated_from_its_result(self) -> None:
+        for step in agent_loop(policy(), 60):
+            assert orphans(step.result.included_chunks) == 0
+
+    def test_between_events_a_request_only_grows_at_its_end(self) -> None:
+        steps = agent_loop(policy(), 60)
+        for before, after in itertools.pairwise(steps):
+            if not after.changed:
+                old, new = before.result.messages, after.result.messages
+                assert new[: len(old) - 1] == old[:-1]
+
+    def test_events_come_in_blocks(self) -> None:
+        steps = agent_loop(policy(), 60)
+        changed = sum(s.changed for s in steps)
+        assert 1 <= changed <= len(steps) // 4
+
+    def test_compaction_keeps_the_system_prompt_and_the_task_in_front(self) -> None:
+        steps = agent_loop(policy(clear_tool_uses=None), 60)
+        final = steps[-1].state
+        assert [c.id for c in final][:2] == ["sys", "task"]
+        assert is_compaction_summary(final[2])
+
+    def test_a_pending_call_is_never_cleared_or_compacted(self) -> None:
+        state = run_of(30).append(
+            chunks.tool_call("bash", {"command": "make"}, call_id="w", id="w")
+        )
+        step = policy(max_tokens=3000).step(state)
+        assert step.changed
+        assert step.state.get("w") == state.get("w")
+
+
+class TestRequest:
+    def test_anthropic_marks_at_most_four_breakpoints_one_on_the_task(self) -> None:
+        step = agent_loop(policy(), 40)[-1]
+        request = step.request
+        marks = [b for m in request["messages"] if isinstance(m["content"], list)
+                 for b in m["content"] if "cache_control" in b]  # fmt: skip
+        system_marks = [b for b in request["system"] if "cache_control" in b]
+        assert 1 <= len(marks) + len(system_marks) <= 4
+        assert "do not touch the API" in marks[0]["text"]
+        assert "<user_message" in marks[0]["text"]
+        assert "progress_summary" not in marks[0]["text"]
+
+    def test_openai_gets_messages(self) -> None:
+        step = ContextPolicy("gpt-4o", max_tokens=4000).step(run_of(3))
+        assert step.request["messages"][0]["role"] == "system"
+
+    def test_gemini_gets_contents_and_config(self) -> None:
+        step = ContextPolicy("gemini-2.5-flash", max_tokens=4000).step(run_of(3))
+        assert set(step.request) == {"contents", "config"}
+
+
+class TestEconomy:
+    def test_a_clearing_that_saves_little_is_skipped(self) -> None:
+        p = policy(compaction=None, clear_tool_uses=ClearToolUses(keep_recent=0, trigger=10))
+        step = p.step(run_of(3, size=20))
+        assert (step.changed, step.events) == (False, ("skipped",))
+        assert "not worth it" in step.reports[0].reason
+
+    def test_clear_at_least_is_honoured(self) -> None:
+        p = policy(
+            compaction=None, clear_tool_uses=ClearToolUses(keep_recent=0, clear_at_least=10**6)
+        )
+        step = p.step(run_of(30))
+        assert not step.changed
+        assert "clear_at_least" in step.reports[0].reason
+
+
+class TestCalibration:
+    def test_a_provider_counting_twice_as_many_halves_the_budget(self) -> None:
+        p = policy()
+        first = p.step(run_of(2))
+        second = p.step(run_of(3), usage={"input_tokens": 2 * first.token_count})
+        assert second.budget == 2000
+        assert "calibrated" in second.events
+
+    def test_sdk_usage_objects_are_read(self) -> None:
+        class Usage:
+            input_tokens = 10
+            cache_read_input_tokens = 900
+            cache_creation_input_tokens = 100
+
+        p = policy()
+        first = p.step(run_of(2))
+        second = p.step(run_of(2), usage=Usage())
+        assert second.budget == min(4000, int(4000 / (1010 / first.token_count)))
+
+    def test_a_usage_without_counts_is_refused(self) -> None:
+        with pytest.raises(PolicyError, match="usage"):
+            policy().step(run_of(2), usage={"output_tokens": 3})
+
+    def test_an_overflow_shrinks_at_once(self) -> None:
+        p = policy()
+        state = run_of(2)
+        calm = p.step(state)
+        assert not calm.changed
+        shrunk = p.step(state, overflowed=True)
+        assert "overflowed" in shrunk.events
+        assert shrunk.changed
+        assert shrunk.token_count < calm.token_count
+
+
+class Failing:
+    def __call__(self, covered: Sequence[Chunk], previous: str | None) -> str:
+        raise RuntimeError("model down")
+
+
+class TestBadInput:
+    def test_an_unknown_model(self) -> None:
+        with pytest.raises(UnknownModelError):
+            ContextPolicy("gpt-17")
+
+    def test_a_reserve_larger_than_the_window(self) -> None:
+        with pytest.raises(PolicyError, match="reserve_tokens") as caught:
+            ContextPolicy("gpt-4o", reserve_tokens=200_000)
+        assert caught.value.option == "reserve_tokens"
+
+    def test_max_tokens_above_the_window(self) -> None:
+        with pytest.raises(PolicyError, match="max_tokens"):
+            ContextPolicy("gpt-4o", max_tokens=500_000)
+
+    def test_a_trigger_above_the_window(self) -> None:
+        with pytest.raises(PolicyError, match=r"compaction\.trigger"):
+            ContextPolicy("gpt-4o", compaction=CompactionPolicy(trigger=300_000, keep_recent=1000))
+
+    def test_a_clearing_trigger_above_the_window(self) -> None:
+        with pytest.raises(PolicyError, match=r"clear_tool_uses\.trigger"):
+            ContextPolicy("gpt-4o", clear_tool_uses=ClearToolUses(trigger=300_000))
+
+    @pytest.mark.parametrize("summarizer", [Failing(), lambda covered, previous: "  "])
+    def test_a_summarizer_that_fails_names_the_option_and_changes_nothing(
+        self, summarizer: object
+    ) -> None:
+        p = policy(clear_tool_uses=None, summarizer=summarizer, max_tokens=3000)
+        state = run_of(30)
+        ids = state.ids
+        with pytest.raises(PolicyError, match="summarizer") as caught:
+            p.step(state)
+        assert caught.value.option == "summarizer"
+        assert state.ids == ids
+        assert p.step(run_of(1)).token_count > 0
+
+    @pytest.mark.parametrize(
+        ("option", "value"),
+        [("strategy", "priority"), ("tools", "xml"), ("compaction", 0.8), ("summarizer", 3),
+         ("clear_tool_uses", True)],
+    )  # fmt: skip
+    def test_a_bad_option_is_named(self, option: str, value: object) -> None:
+        with pytest.raises(PolicyError, match=option):
+            ContextPolicy("gpt-4o", **{option: value})  # type: ignore[arg-type]
+
+    def test_an_async_summarizer_needs_astep(self) -> None:
+        async def summarize(covered: Sequence[Chunk], previous: str | None) -> str:
+            return "summary"
+
+        p = policy(clear_tool_uses=None, summarizer=summarize, max_tokens=3000)
+        with pytest.raises(PolicyError, match="astep"):
+            p.step(run_of(30))
+
+
+class TestAsync:
+    def test_an_async_summarizer_is_awaited(self) -> None:
+        seen: list[int] = []
+
+        async def summarize(covered: Sequence[Chunk], previous: str | None) -> str:
+            await asyncio.sleep(0)
+            seen.append(len(covered))
+            return "## Done\n- the first calls"
+
+        p = policy(clear_tool_uses=None, summarizer=summarize, max_tokens=3000)
+        step = asyncio.run(p.astep(run_of(30)))
+        assert step.compacted
+        assert seen
+        assert "the first calls" in str(step.request)
+
+    def test_astep_gives_what_step_gives(self) -> None:
+        state = run_of(30)
+        now = dt.datetime(2026, 5, 1, tzinfo=dt.UTC)
+        sync = policy(summarizer=ExtractiveSummarizer()).step(state, now=now)
+        done = asyncio.run(policy(summarizer=ExtractiveSummarizer()).astep(state, now=now))
+        assert (done.state.ids[:2], done.events, done.token_count) == (
+            sync.state.ids[:2], sync.events, sync.token_count,
+        )  # fmt: skip
+
+
+def test_a_state_must_be_a_state() -> None:
+    with pytest.raises(PolicyError, match="state"):
+        policy().step([])  # type: ignore[arg-type]
+
+
+def test_reports_say_what_and_why() -> None:
+    step = policy(max_tokens=3000).step(run_of(30))
+    assert step.reports
+    assert all(r.summary().startswith(r.kind) for r in step.reports)
+    assert MemoryState(step.state.chunks) == step.state.with_thread_id(None)
+
+
+def test_with_recall_the_summary_points_to_the_recall_tool() -> None:
+    step = policy(max_tokens=3000, clear_tool_uses=None, recall=True).step(run_of(30))
+    assert step.compacted
+    assert "`recall` tool" in str(step.request)
