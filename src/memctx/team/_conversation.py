@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
-from memctx import ContextBuilder, ContextBuildResult, Tokenizer, create_builder
+from memctx import BuildKwargs, ContextBuilder, ContextBuildResult, create_builder
 from memctx._exceptions import BuildOptionError, TeamMessageError
 from memctx._validators import require_store
 from memctx.team._agent_types import normalize_agent_type
@@ -283,9 +283,7 @@ class TeamConversation:
         self,
         agent_id: str,
         max_tokens: int | None = None,
-        *,
-        tokenizer: Tokenizer | None = None,
-        **options: Any,
+        **options: Unpack[BuildKwargs],
     ) -> ContextBuildResult:
         """``agent_id``'s view of the whole conversation as a memctx build.
 
@@ -299,8 +297,6 @@ class TeamConversation:
         if not isinstance(agent_id, str):
             raise TeamMessageError(f"agent_id must be a string, got {type(agent_id).__name__}")
         state = self._view.state(self._keeper.messages(), agent_id, self._keeper.team_task())
-        if tokenizer is not None:
-            options["tokenizer"] = tokenizer
         if self._builder is None:
             self._builder = create_builder(renderers=[TeamMessageRenderer()])
         return self._builder.build(state, max_tokens, **options)
