@@ -24,8 +24,8 @@ from memctx import (
     save_state,
 )
 from memctx.policy import model_profile
-from memctx.replay import ReplayReport, load_run, replay
-from memctx.replay._run import default_policy, orphaned_tool_calls, request_points
+from memctx.replay import ReplayReport, default_policy, load_run, replay
+from memctx.replay._run import orphaned_tool_calls, request_points
 from strategies import recorded_runs
 
 ROOT = Path(__file__).resolve().parents[2]
