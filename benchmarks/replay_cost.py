@@ -29,8 +29,7 @@ from typing import Any
 
 from benchmarks.workloads import generate, load_corpus, trajectory_files
 from memctx import MemoryState
-from memctx.replay import ReplayReport, load_run, replay
-from memctx.replay._run import default_policy
+from memctx.replay import ReplayReport, default_policy, load_run, replay
 
 BUDGETS = (8_000, 32_000)
 MODELS = ("claude-sonnet-4-6", "gpt-4o")

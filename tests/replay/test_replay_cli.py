@@ -11,8 +11,7 @@ from cli_results import ok, one_error_line, run
 from conftest import agent_run
 from memctx import save_state
 from memctx.cli._replay import table
-from memctx.replay import replay
-from memctx.replay._run import default_policy
+from memctx.replay import default_policy, replay
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAJECTORY = ROOT / "examples" / "trajectories" / "sqlfluff__sqlfluff-2419.traj.json"

@@ -24,8 +24,8 @@ from memctx import (
     save_state,
 )
 from memctx.policy import model_profile
-from memctx.replay import ReplayReport, load_run, replay
-from memctx.replay._run import default_policy, orphaned_tool_calls, request_points
+from memctx.replay import ReplayReport, default_policy, load_run, replay
+from memctx.replay._run import orphaned_tool_calls, request_points
 from strategies import recorded_runs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -318,3 +318,23 @@ class TestTotals:
 
         assert report == ReplayReport((), model="gpt-4o", label="stable")
         assert (report.cache_read_share, report.cost_ratio, report.peak_tokens) == (0.0, 0.0, 0)
+
+
+class TestOverBudget:
+    def test_a_newest_output_over_the_budget_is_sent_alone_and_reported(self) -> None:
+        run = agent_run(4, output_lines=30).extend(
+            [
+                chunks.assistant("Reading the big log.", id="say-big"),
+                chunks.tool_call("sh", {"cmd": "cat log"}, call_id="big", id="call-big"),
+                chunks.tool_result("sh", "log line\n" * 900, call_id="big", id="out-big"),
+                chunks.assistant("Done.", id="done"),
+            ]
+        )
+
+        report = replay(run, "recent", model="gpt-4o", max_tokens=1_500)
+
+        last = report.requests[-1]
+        assert last.budget_violation
+        assert report.budget_violations == 1
+        # What must be kept (system, task, the newest unit), not the whole history.
+        assert last.input_tokens < replay(run, "none", model="gpt-4o").requests[-1].input_tokens

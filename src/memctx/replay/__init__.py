@@ -18,7 +18,14 @@ steps; Gemini's implicit minimum. See ``docs/replay.md``.
 
 from memctx.replay._load import load_run
 from memctx.replay._report import ReplayReport, RequestCost, render_reports
-from memctx.replay._run import ROLLING_MASK, STRATEGIES, Strategy, replay, replay_many
+from memctx.replay._run import (
+    ROLLING_MASK,
+    STRATEGIES,
+    Strategy,
+    default_policy,
+    replay,
+    replay_many,
+)
 
 __all__ = [
     "ROLLING_MASK",
@@ -26,6 +33,7 @@ __all__ = [
     "ReplayReport",
     "RequestCost",
     "Strategy",
+    "default_policy",
     "load_run",
     "render_reports",
     "replay",

@@ -294,17 +294,22 @@ def _replay_strategy(
 def _build(
     builder: ContextBuilder, state: MemoryState, strategy: Strategy, budget: int, provider: str
 ) -> ContextBuildResult:
-    """Build one request; when what must be kept is over the budget, everything is sent
-    (and the request reported over budget), as the agent would have had to."""
+    """Build one request; when what must be kept (the system, pinned chunks, the newest
+    unit) is over the budget, the request is built to just that size (and reported over
+    budget), as the agent would have had to send it."""
     options: dict[str, Any] = {"strategy": strategy.strategy, "provider": provider}
     if strategy.compressors:
         options["compressors"] = strategy.compressors
-    if strategy.budgeted:
-        try:
-            return builder.build(state, max_tokens=budget, **options)
-        except BudgetExceededError:
-            pass
-    return builder.build(state, max_tokens=None, **options)
+    if not strategy.budgeted:
+        return builder.build(state, max_tokens=None, **options)
+    try:
+        return builder.build(state, max_tokens=budget, **options)
+    except BudgetExceededError as exc:
+        needed = exc.needed
+    try:
+        return builder.build(state, max_tokens=max(needed, budget + 1), **options)
+    except BudgetExceededError:
+        return builder.build(state, max_tokens=None, **options)
 
 
 def _request(result: ContextBuildResult, provider: str) -> Any:
