@@ -97,6 +97,10 @@ class ContextBuildResult:
     the ids above are those of the compressed state."""
     provider: str | None = None
     """The ``provider`` the build was told (``None``: none)."""
+    tools_counted: str = "text"
+    """Which request ``token_count`` counts: ``"text"`` (the messages as built, plus the
+    cost of their images and documents) or ``"native"`` (the native ``to_openai()``
+    request of a build with ``provider="openai"``)."""
     turn_options: TurnOptions | None = None
     """The added turns the build counted in ``token_count`` (``provider="anthropic"`` or
     ``"gemini"``); ``to_anthropic()`` and ``to_gemini()`` send exactly these. ``None``:

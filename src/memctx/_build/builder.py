@@ -16,12 +16,12 @@ from memctx._build.cache import (
     HistoryCache,
     LastBuild,
 )
-from memctx._chunk import Chunk, Role
+from memctx._chunk import Chunk, ContextMessage, Role
 from memctx._build.compressed import build_compressed
 from memctx._build.cost import Overheads, cost_model, message_overheads, pinned_cost, prompt_segment
 from memctx._exceptions import BudgetExceededError, BuildOptionError
 from memctx._build.filter import filter_candidates
-from memctx._build.group import group
+from memctx._build.group import RequestCount, group
 from memctx._build.incremental import LastWalk
 from memctx._build.options import BuildOptions, check_tokenizer, parse_build_options
 from memctx._build.pin import pin
@@ -31,8 +31,9 @@ from memctx._build.report import report, shared_with
 from memctx._result import ContextBuildResult
 from memctx._render.segments import SEPARATOR, RenderedChunk
 from memctx._build.select import selector_for
-from memctx._build.selection import SelectionProblem
+from memctx._build.selection import Selection, SelectionProblem
 from memctx._state import MemoryState
+from memctx.adapters._openai_tokens import openai_request_tokens
 from memctx._render.tokens import EstimatingTokenizer, tokenizer_traits
 from memctx.typing import ChunkRenderer, Compressor, Tokenizer
 from memctx.xml import (
@@ -166,7 +167,14 @@ class ContextBuilder:
         if last is not None and last.length > length:
             last = None
         costs = ChunkCosts(
-            cache, items, count_key[0], _Rendering(self), tokenizer, count_key, adds_up
+            cache,
+            items,
+            count_key[0],
+            _Rendering(self),
+            tokenizer,
+            count_key,
+            adds_up,
+            media_provider=opts.provider,
         )
         candidates = filter_candidates(items, length, opts, state.index_of)  # 1. filter
         units = cache.units_index(state.shared_history, length)
@@ -219,6 +227,8 @@ class ContextBuilder:
             reuse=selected.reusable_messages,
             added_tokens=lambda messages: added_turn_tokens(messages, opts.turn_options, tokenizer),
             reserved=reserved,
+            media_tokens=lambda messages: _media_in(messages, costs, state),
+            request_count=_native_openai(state, tokenizer) if opts.counted_tools == "native" else None,
         )
         result = report(  # 6. report
             grouped,
@@ -226,7 +236,10 @@ class ContextBuilder:
             candidates,
             opts,
             tokenizer.name,
-            tokenizer.exact and opts.provider in (None, "openai"),
+            tokenizer.exact
+            and opts.provider in (None, "openai")
+            and grouped.exact
+            and not _has_documents(grouped.selection, items),
             costs.measure,
             costs.known_tokens,
             costs.rendered,
@@ -421,6 +434,26 @@ def _plain_options_key(max_tokens: object, options: dict[str, Any]) -> tuple[Any
             return None
         key += (name, type(value), value)
     return tuple(key)
+
+
+def _media_in(messages: list[ContextMessage], costs: ChunkCosts, state: MemoryState) -> int:
+    """The media cost of the chunks ``messages`` hold."""
+    return sum(costs.media(state.index_of(i)) for m in messages for i in m.chunk_ids)
+
+
+def _has_documents(selection: Selection, items: list[Chunk]) -> bool:
+    """Whether a selected chunk is a document (priced by an estimate)."""
+    return any(items[p].action == "document" for p in selection.body)
+
+
+def _native_openai(state: MemoryState, tokenizer: Tokenizer) -> RequestCount:
+    """Counts the native ``to_openai()`` request of a build's messages."""
+
+    def count(messages: list[ContextMessage]) -> tuple[int, bool]:
+        chunks = [state[state.index_of(i)] for m in messages for i in m.chunk_ids]
+        return openai_request_tokens(messages, chunks, tokenizer)
+
+    return count
 
 
 class _Rendering:

@@ -30,6 +30,12 @@ class Grouped:
     selection: Selection
     token_count: int
     recounted: bool
+    exact: bool = True
+    """False when the count that replaced the segments' sum was an approximation."""
+
+
+RequestCount = Callable[[list[ContextMessage]], tuple[int, bool]]
+"""Counts the request messages stand for: ``(tokens, exact)`` (a native request's count)."""
 
 
 def group_by_role(
@@ -95,23 +101,35 @@ def group(
     reuse: MessagesByChunks | None = None,
     added_tokens: Callable[[list[ContextMessage]], int] | None = None,
     reserved: int = 0,
+    media_tokens: Callable[[list[ContextMessage]], int] | None = None,
+    request_count: RequestCount | None = None,
 ) -> Grouped:
     """Group ``selection`` into messages, recounting and trimming when counts may not add up.
 
     ``added_tokens`` gives the tokens of the turns a provider adapter adds to
-    the messages (counted in), of which ``reserved`` were kept free up front.
+    the messages (counted in), of which ``reserved`` were kept free up front;
+    ``media_tokens`` the cost of the images and documents the messages hold
+    (the segments' sum has them already). ``request_count``, when given,
+    counts the request instead (always recounted, trimmed to the budget).
     """
     extra = added_tokens or (lambda messages: 0)
+    media = media_tokens or (lambda messages: 0)
+
+    def recount(messages: list[ContextMessage]) -> tuple[int, bool]:
+        if request_count is not None:
+            return request_count(messages)
+        return tokenizer.count_messages(messages) + extra(messages) + media(messages), True
+
     messages, all_safe = group_by_role(selection, items, rendered, prompt_segment, reuse)
-    if counts_add_up and all_safe:
+    if counts_add_up and all_safe and request_count is None:
         used = selection.used - reserved + extra(messages)
         return Grouped(tuple(messages), selection, used, recounted=False)
-    token_count = tokenizer.count_messages(messages) + extra(messages)
+    token_count, exact = recount(messages)
     while budget is not None and token_count > budget:
         selection = _drop_oldest(selection, pinned, units, budget, token_count, tokenizer)
         messages, _ = group_by_role(selection, items, rendered, prompt_segment)
-        token_count = tokenizer.count_messages(messages) + extra(messages)
-    return Grouped(tuple(messages), selection, token_count, recounted=True)
+        token_count, exact = recount(messages)
+    return Grouped(tuple(messages), selection, token_count, recounted=True, exact=exact)
 
 
 def _drop_oldest(

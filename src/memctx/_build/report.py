@@ -111,6 +111,7 @@ def report(
         included_chunks=included_chunks,
         exclusions_source=ExclusionReport(candidates, frozenset(included), excluded_tokens),
         provider=opts.provider,
+        tools_counted=opts.counted_tools,
         turn_options=opts.turn_options,
         prefix_source=shared,
         shared_messages_source=None if shared is None else shared.messages,

@@ -261,13 +261,12 @@ def conversation(
         if system_only and system:
             return Conversation(system, (), ToolMapping())
         raise EmptyContextError(provider, empty_reason(source))
-    if tools == "text":
+    if tools == "text" or not isinstance(source, BuildResult):
+        # Messages given without their result hold no chunks: their text is all there is.
         if alternate and not isinstance(source, BuildResult):
             return Conversation(system, _alternating(body, provider), ToolMapping())
         turns = tuple(Turn(_turn_role(m.role), (Text(m.content),)) for m in body)
         return Conversation(system, turns, ToolMapping())
-    if not isinstance(source, BuildResult):
-        raise AdapterError("tools='native' needs the ContextBuildResult (it holds the chunks)")
     return _native(system, body, source.included_chunks)
 
 
@@ -420,6 +419,14 @@ def _native(system: str, body: list[ContextMessage], included: Sequence[Chunk]) 
     )
     turns = tuple(_native_turn(cut, native) for cut in cuts)
     return Conversation(system, turns, mapping)
+
+
+def native_conversation(
+    messages: Sequence[ContextMessage], chunks: Sequence[Chunk]
+) -> Conversation:
+    """The native conversation of built ``messages`` holding ``chunks`` (none may be empty)."""
+    system = "".join(m.content for m in messages if m.role == "system")
+    return _native(system, [m for m in messages if m.role != "system"], chunks)
 
 
 def tool_mapping(result: BuildResult) -> ToolMapping:

@@ -68,7 +68,7 @@ def openai_turn(turn: Turn) -> list[dict[str, Any]]:
 def _user_content(parts: Sequence[Part]) -> str | list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     for part in parts:
-        block = _media_part(part) if isinstance(part, Media) else None
+        block = media_part(part) if isinstance(part, Media) else None
         if block is not None:
             blocks.append(block)
         elif blocks and blocks[-1]["type"] == "text":
@@ -80,7 +80,7 @@ def _user_content(parts: Sequence[Part]) -> str | list[dict[str, Any]]:
     return blocks
 
 
-def _media_part(part: Media) -> dict[str, Any] | None:
+def media_part(part: Media) -> dict[str, Any] | None:
     """An ``image_url`` or ``file`` part; None for a document given by URL (chat completions
     take files only as data or uploaded ids: it stays its placeholder text)."""
     url = data_url(part.media_type, part.chunk.content)
