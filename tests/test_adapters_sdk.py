@@ -17,8 +17,9 @@ from typing import Any
 import attrs
 import pytest
 
-from adapter_cases import Case, all_cases, edge_cases, example_cases
+from adapter_cases import Case, all_cases, edge_cases, example_cases, media_cases
 from memctx import BudgetExceededError, EmptyContextError, create_builder, create_tokenizer
+from memctx._media import media_tokens
 from provider_rules import (
     anthropic_violations,
     gemini_violations,
@@ -50,6 +51,7 @@ class Tally:
     native_calls: int = 0
     added_turns: int = 0
     cache_marks: int = 0
+    native_blocks: dict[str, int] = attrs.field(factory=dict)
     violations: list[str] = attrs.field(factory=list)
 
 
@@ -125,6 +127,31 @@ def _native_calls(body: dict[str, Any]) -> int:
     return count
 
 
+_BLOCK_KINDS = frozenset(
+    {"image_url", "file", "image", "document", "thinking", "redacted_thinking", "reasoning"}
+    | {"input_image", "input_file", "inlineData", "fileData"}
+)
+
+
+def _native_blocks(body: dict[str, Any]) -> list[str]:
+    """The kinds of native media and reasoning structures in a request body as sent."""
+    found: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            if value.get("type") in _BLOCK_KINDS:
+                found.append(value["type"])
+            found.extend(k for k in value if k in ("inlineData", "fileData"))
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(body.get("messages", body.get("input", body.get("contents"))))
+    return found
+
+
 def _violations(provider: str, body: dict[str, Any], prefill: bool) -> list[str]:
     if provider == "openai":
         return openai_violations(body)
@@ -195,18 +222,22 @@ def run(
         roles = [m.role for m in result.messages]
         extra = result.added_turns.texts
         sent = text_form(provider, result)
+        media = [c for c in result.included_chunks if c.action in ("image", "document")]
+        media_cost = sum(media_tokens(c.action, c.metadata, target) for c in media)
+        estimated = any(c.action == "document" for c in media)
         if native_openai:
             native = [dict(m) for m in result.to_openai()] if sent is not None else None
             plain = native is not None and all(isinstance(m.get("content"), str) for m in native)
             if plain and all("tool_calls" not in m and m["role"] != "tool" for m in native):
                 sent = native  # the cookbook's count holds for a native request without calls
+                media_cost = 0  # and it holds no media part (a linked PDF stays its placeholder)
                 if not result.token_count_exact:
                     problems.append("a native request without calls counted inexact")
             else:
                 sent = None
-        elif result.token_count_exact is not (target == "openai"):
+        elif result.token_count_exact is not (target == "openai" and not estimated):
             problems.append(f"token_count_exact is {result.token_count_exact}")
-        if sent is not None and result.token_count != TOKENIZER.count_messages(sent):
+        if sent is not None and result.token_count != TOKENIZER.count_messages(sent) + media_cost:
             problems.append("token_count is not the count of the request sent")
         try:
             send(result, tools, prefill, cache)
@@ -219,6 +250,8 @@ def run(
         else:
             tally.sent += 1
             tally.native_calls += _native_calls(body)
+            for kind in _native_blocks(body):
+                tally.native_blocks[kind] = tally.native_blocks.get(kind, 0) + 1
             tally.added_turns += len(extra)
             tally.cache_marks += json.dumps(body).count('"cache_control"')
             if texts and extra and not all(json.dumps(t)[1:-1] in json.dumps(body) for t in extra):
@@ -288,3 +321,32 @@ def test_requests_with_cache_marks_are_accepted_and_meet_the_rules(tools: str) -
     assert tally.violations == []
     assert tally.sent >= 280
     assert tally.cache_marks >= tally.sent  # the system, and messages of longer builds
+
+
+NATIVE_BLOCKS = {
+    "openai": {"image_url", "file"},
+    "responses": {"input_image", "input_file", "reasoning"},
+    "anthropic": {"image", "document", "thinking", "redacted_thinking"},
+    "gemini": {"inlineData", "fileData"},
+}
+
+
+@pytest.mark.parametrize("tools", ["text", "native"])
+@pytest.mark.parametrize("provider", ["openai", "responses", "anthropic", "gemini"])
+def test_reasoning_and_media_requests_are_accepted_with_native_blocks(
+    provider: str, tools: str, png: bytes, pdf: bytes
+) -> None:
+    """Thinking and redacted thinking with tool use, OpenAI reasoning items, images and PDFs:
+    every request accepted by the SDK; in native mode the provider's own blocks are in the
+    body it sends, in text mode none is (placeholders only)."""
+    chosen = media_cases(png, pdf)
+
+    tally = run(provider, tools, chosen)
+
+    assert tally.violations == []
+    assert tally.sent == len(chosen)
+    if tools == "native":
+        assert set(tally.native_blocks) == NATIVE_BLOCKS[provider]
+        assert tally.native_calls >= 20
+    else:
+        assert tally.native_blocks == {}

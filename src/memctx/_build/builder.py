@@ -239,7 +239,7 @@ class ContextBuilder:
             tokenizer.exact
             and opts.provider in (None, "openai")
             and grouped.exact
-            and not _has_documents(grouped.selection, items),
+            and (opts.counted_tools == "native" or not _has_documents(grouped.selection, items)),
             costs.measure,
             costs.known_tokens,
             costs.rendered,
