@@ -144,8 +144,10 @@ def _block(
         signature = block.get("signature") or None
         return chunks.thinking(str(block.get("thinking", "")), signature, id=chunk_id)
     if kind == "redacted_thinking":
-        return chunks.redacted_thinking(block.get("data"), id=chunk_id)
-    if kind in ("image", "document") and role == "user":
+        return chunks.redacted_thinking(str(block.get("data") or ""), id=chunk_id)
+    source = block.get("source")
+    sourced = isinstance(source, Mapping) and source.get("type") in ("base64", "url")
+    if kind in ("image", "document") and role == "user" and sourced:  # not files by id
         return _media(kind, block, chunk_id)
     if kind == "tool_use":
         call_id, name = block.get("id"), block.get("name")
