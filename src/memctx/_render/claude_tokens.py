@@ -59,7 +59,7 @@ class ClaudeTokenizer:
         self._ctok = ctok
         self.model: str = model
         self.version = family(claude_version(model))
-        self._frame = ctok.tokenize("", self.version).count(_PAD)
+        self._frame: int = ctok.tokenize("", self.version).count(_PAD)
 
     @property
     def name(self) -> str:
