@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import make_png
+from media import make_png
 from memctx import (
     BuildOptionError,
     Chunk,

@@ -40,6 +40,7 @@ from typing import Any, Final
 
 import attrs
 
+from memctx._chunk import Chunk, ChunkType
 from memctx._exceptions import InvalidChunkError, MissingExtraError
 
 IMAGE_TYPES: Final = ("image/png", "image/jpeg", "image/gif", "image/webp")
@@ -241,6 +242,16 @@ def gemini_image_tokens(width: int | None, height: int | None) -> int:
 
 def is_media(action: str | None) -> bool:
     return action in ("image", "document")
+
+
+def is_opaque(chunk: Chunk) -> bool:
+    """Whether cutting ``chunk`` would break it: an image or document (base64 data), signed
+    or redacted reasoning (a provider checks the signature against the exact text)."""
+    if chunk.type is ChunkType.AGENT:
+        return is_media(chunk.action)
+    if chunk.type is ChunkType.WORKING_FLOW:
+        return chunk.subtype == "REDACTED_THINKING" or chunk.metadata.signature is not None
+    return False
 
 
 def media_tokens(action: str | None, metadata: Any, provider: str | None) -> int:

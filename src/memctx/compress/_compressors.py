@@ -22,6 +22,7 @@ import attrs
 from memctx._chunk import Chunk, ChunkType
 from memctx._exceptions import CompressionError
 from memctx._json import dumps
+from memctx._media import is_opaque
 from memctx._state import MemoryState
 from memctx._units import history_shape
 
@@ -113,16 +114,6 @@ def preview_text(text: str, max_chars: int) -> str:
     left_out = len(text) - max_chars
     end = text[len(text) - tail :] if tail else ""
     return f"{text[:head]}\n[memctx: trimmed {left_out:,} of {len(text):,} characters]\n{end}"
-
-
-def is_opaque(chunk: Chunk) -> bool:
-    """Whether cutting ``chunk`` would break it: an image or document (base64 data), signed
-    or redacted reasoning (a provider checks the signature against the exact text)."""
-    if chunk.type is ChunkType.AGENT:
-        return chunk.action in ("image", "document")
-    if chunk.type is ChunkType.WORKING_FLOW:
-        return chunk.subtype == "REDACTED_THINKING" or chunk.metadata.signature is not None
-    return False
 
 
 _JSON_CUT: Final = re.compile(r"\[memctx: cut [\d,]+ of [\d,]+ characters\]\Z")
