@@ -219,3 +219,46 @@ def random_cases(count: int = RANDOM_STATES, seed: int = 11) -> Iterator[Case]:
 
 def all_cases() -> list[Case]:
     return [*example_cases(), *trajectory_cases(), *edge_cases(), *random_cases()]
+
+
+def media_cases(png: bytes, pdf: bytes) -> list[Case]:
+    """Reasoning with tool use (Anthropic's signed and redacted thinking, OpenAI's reasoning
+    items), images and PDFs (data and URL), alone and mixed, under three budgets."""
+    task = chunks.user("Look at these and fix the bug.", id="task", pinned=True)
+    image = chunks.image(png, id="img")
+    linked = chunks.image(url="https://example.com/shot.png", detail="low", id="url-img")
+    document = chunks.document(pdf, title="spec.pdf", id="doc")
+    linked_doc = chunks.document(url="https://example.com/spec.pdf", id="url-doc")
+
+    def step(n: int, thought: Chunk) -> list[Chunk]:
+        return [
+            thought,
+            chunks.tool_call(
+                "read_file", {"path": f"src/m{n}.py"}, call_id=f"call_{n}", id=f"c{n}"
+            ),
+            chunks.tool_result("read_file", "def f(): ...\n" * 5, call_id=f"call_{n}", id=f"r{n}"),
+        ]
+
+    anthropic_run = [task]
+    for n in range(4):
+        anthropic_run += step(
+            n, chunks.thinking(f"Step {n}: read the next file.", f"SIG{n}", id=f"t{n}")
+        )
+    anthropic_run.insert(2, chunks.redacted_thinking("EmwKAhgBEgy3va3pzix", id="red"))
+    openai_run = [task]
+    for n in range(4):
+        thought = chunks.thinking(f"Plan {n}.", f"gAAAA{n}", reasoning_id=f"rs_{n}", id=f"t{n}")
+        openai_run += step(n, thought)
+    media = [task, image, linked, document, linked_doc, chunks.assistant("Reading.", id="a")]
+    mixed = [*media[:-1], *anthropic_run[1:], chunks.user("And?", id="u2")]
+    states = {
+        "anthropic-thinking": anthropic_run,
+        "openai-reasoning": openai_run,
+        "media": media,
+        "mixed": mixed,
+    }
+    return [
+        Case(f"{name}-{budget}", MemoryState(items), {"max_tokens": budget})
+        for name, items in states.items()
+        for budget in (None, 3_000, 8_000)
+    ]

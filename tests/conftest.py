@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from chromium import Chromium, find_chromium
+from media import make_pdf, make_png
 from memctx import ContextBuilder, MemoryState, chunks, create_builder, create_tokenizer
 from memctx._render.tokens import EstimatingTokenizer, TiktokenTokenizer
 
@@ -92,3 +93,15 @@ def chromium() -> Iterator[Chromium]:
     browser = Chromium(executable)
     yield browser
     browser.close()
+
+
+@pytest.fixture(scope="session")
+def png() -> bytes:
+    """A 1000 x 1000 PNG."""
+    return make_png()
+
+
+@pytest.fixture(scope="session")
+def pdf() -> bytes:
+    """A two-page PDF."""
+    return make_pdf()

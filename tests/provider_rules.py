@@ -21,6 +21,15 @@ def _blank(text: Any) -> bool:
     return not isinstance(text, str) or not text.strip()
 
 
+def _empty_content(content: Any) -> bool:
+    """Neither text nor a non-empty list of parts (each text part non-blank)."""
+    if isinstance(content, list):
+        return not content or any(
+            p.get("type") in ("text", "input_text") and _blank(p.get("text")) for p in content
+        )
+    return _blank(content)
+
+
 def openai_violations(body: dict[str, Any]) -> list[str]:
     """Chat completions: messages present; tool calls answered by ``tool`` messages
     right after them; valid ids and names; arguments a JSON object."""
@@ -35,8 +44,10 @@ def openai_violations(body: dict[str, Any]) -> list[str]:
             out.append(f"[{i}] unknown role {role!r}")
         if role == "system" and i != 0:
             out.append(f"[{i}] system message after the start")
-        if role in ("system", "user") and _blank(message.get("content")):
-            out.append(f"[{i}] {role} content empty")
+        if role == "system" and _blank(message.get("content")):
+            out.append(f"[{i}] system content empty")
+        if role == "user" and _empty_content(message.get("content")):
+            out.append(f"[{i}] user content empty")
         if role == "tool":
             if message.get("tool_call_id") not in waiting:
                 out.append(f"[{i}] tool message answers no pending call of the turn before")
@@ -135,8 +146,19 @@ def anthropic_violations(body: dict[str, Any], *, prefill: bool = False) -> list
             out.append(f"[{i}] empty content")
         answered: set[str] = set()
         seen_other = False
+        seen_call = False
         for block in blocks:
             kind = block["type"]
+            if kind in ("thinking", "redacted_thinking"):
+                if role != "assistant" or seen_call:
+                    out.append(f"[{i}] {kind} block not before the assistant turn's tool_use")
+                if kind == "thinking" and _blank(block.get("signature")):
+                    out.append(f"[{i}] thinking block without its signature")
+                if kind == "redacted_thinking" and _blank(block.get("data")):
+                    out.append(f"[{i}] redacted_thinking block without data")
+            if kind in ("image", "document") and role != "user":
+                out.append(f"[{i}] {kind} block in an assistant turn")
+            seen_call = seen_call or kind == "tool_use"
             if kind == "text" and _blank(block["text"]):
                 out.append(f"[{i}] blank text block")
             if kind == "tool_use":
@@ -208,4 +230,42 @@ def gemini_violations(body: dict[str, Any], *, prefill: bool = False) -> list[st
         out.append(f"calls {pending} never answered")
     if "systemInstruction" in body and _blank(body["systemInstruction"]["parts"][0]["text"]):
         out.append("blank system instruction")
+    return out
+
+
+def responses_violations(body: dict[str, Any]) -> list[str]:
+    """Responses API ``input``: items present; every ``function_call`` answered by one
+    ``function_call_output`` later, every output answering an earlier call; a reasoning
+    item has an id and is followed by an item it led to (not the end, not only more
+    reasoning); valid ids and names; arguments a JSON object; no blank message."""
+    items = body.get("input")
+    if not isinstance(items, list) or not items:
+        return ["input is empty"]
+    out: list[str] = []
+    waiting: set[str] = set()
+    for i, item in enumerate(items):
+        kind = item.get("type", "message")
+        if kind == "message":
+            if item.get("role") not in ("system", "developer", "user", "assistant"):
+                out.append(f"[{i}] role {item.get('role')!r}")
+            if _empty_content(item.get("content")):
+                out.append(f"[{i}] blank message")
+        elif kind == "function_call":
+            if not TOOL_ID.match(item["call_id"]) or not FUNCTION_NAME.match(item["name"]):
+                out.append(f"[{i}] invalid call id or name")
+            if not isinstance(json.loads(item["arguments"]), dict):
+                out.append(f"[{i}] arguments are not a JSON object")
+            waiting.add(item["call_id"])
+        elif kind == "function_call_output":
+            if item["call_id"] not in waiting:
+                out.append(f"[{i}] output answers no earlier call")
+            waiting.discard(item["call_id"])
+        elif kind == "reasoning":
+            rest = [x.get("type", "message") for x in items[i + 1 :]]
+            if not item.get("id") or not any(k != "reasoning" for k in rest[:1] + rest):
+                out.append(f"[{i}] reasoning item without an id or a following item")
+        else:
+            out.append(f"[{i}] unknown item type {kind!r}")
+    if waiting:
+        out.append(f"calls {sorted(waiting)} never answered")
     return out

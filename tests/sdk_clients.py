@@ -21,6 +21,7 @@ import openai
 from google import genai
 from google.genai import types as genai_types
 from openai.types.chat import ChatCompletionMessageParam
+from openai.types.responses import ResponseInputParam
 from pydantic import ConfigDict, TypeAdapter
 
 _OPENAI_REPLY = {
@@ -41,6 +42,25 @@ _ANTHROPIC_REPLY = {
     "stop_reason": "end_turn",
     "usage": {"input_tokens": 1, "output_tokens": 1},
 }
+_RESPONSES_REPLY = {
+    "id": "resp_1",
+    "object": "response",
+    "created_at": 0,
+    "model": "gpt-4o",
+    "status": "completed",
+    "output": [
+        {
+            "type": "message",
+            "id": "msg_1",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": "ok", "annotations": []}],
+        }
+    ],
+    "parallel_tool_calls": True,
+    "tool_choice": "auto",
+    "tools": [],
+}
 _GEMINI_REPLY = {"candidates": [{"content": {"role": "model", "parts": [{"text": "ok"}]}}]}
 
 
@@ -55,6 +75,8 @@ class Recorder:
         self.bodies.append((url, json.loads(request.content)))
         if "chat/completions" in url:
             return httpx2.Response(200, json=_OPENAI_REPLY)
+        if url.endswith("/responses"):
+            return httpx2.Response(200, json=_RESPONSES_REPLY)
         if url.endswith("/v1/messages"):
             return httpx2.Response(200, json=_ANTHROPIC_REPLY)
         return httpx2.Response(200, json=_GEMINI_REPLY)
@@ -82,6 +104,7 @@ def gemini_client(recorder: Recorder) -> genai.Client:
 
 _STRICT = ConfigDict(extra="forbid")
 OPENAI_MESSAGES: TypeAdapter[Any] = TypeAdapter(list[ChatCompletionMessageParam], config=_STRICT)
+RESPONSES_INPUT: TypeAdapter[Any] = TypeAdapter(ResponseInputParam, config=_STRICT)
 ANTHROPIC_MESSAGES: TypeAdapter[Any] = TypeAdapter(
     list[anthropic.types.MessageParam], config=_STRICT
 )
@@ -107,6 +130,10 @@ def consumed(value: Any) -> Any:
 
 def check_openai_types(messages: Any) -> None:
     consumed(OPENAI_MESSAGES.validate_python(messages))
+
+
+def check_responses_types(items: Any) -> None:
+    consumed(RESPONSES_INPUT.validate_python(items))
 
 
 def check_anthropic_types(request: Mapping[str, Any]) -> None:

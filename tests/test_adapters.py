@@ -268,9 +268,14 @@ class TestBadOptions:
         with pytest.raises(AdapterError, match="expected a ContextBuildResult or ContextMessages"):
             adapter(source)
 
-    def test_native_calls_need_the_result(self) -> None:
-        with pytest.raises(AdapterError, match="needs the ContextBuildResult"):
-            to_openai(build(TASK, CALL, RESULT).messages, tools="native")
+    def test_messages_given_without_their_result_are_sent_as_text_in_native_mode(self) -> None:
+        """Native calls need the chunks, which only the result holds."""
+        result = build(TASK, CALL, RESULT)
+
+        sent = to_openai(result.messages, tools="native")
+
+        assert sent == to_openai(result, tools="text")
+        assert all("tool_calls" not in m for m in sent)
 
     @pytest.mark.parametrize(
         ("options", "message"),
@@ -454,7 +459,7 @@ class TestLangChain:
         assert (messages[2].content, messages[2].status) == ("denied", "error")
 
     def test_text_mode_keeps_the_xml(self) -> None:
-        messages = build(TASK, CALL, RESULT).to_langchain()
+        messages = build(TASK, CALL, RESULT).to_langchain(tools="text")
 
         assert json.loads(content_of(messages[1].content)) == {"pattern": "x"}
 

@@ -237,7 +237,7 @@ class TestWhereTheMarksGo:
 
         for result in results:
             assert "cache_control" not in json.dumps(result.to_anthropic(tools="native"))
-            assert isinstance(result.to_anthropic().get("system"), str)
+            assert isinstance(result.to_anthropic(tools="text").get("system"), str)
 
     def test_a_first_build_marks_the_message_before_the_newest_and_a_newest_user_turn(
         self,
@@ -246,7 +246,7 @@ class TestWhereTheMarksGo:
         ends_on_agent = create_builder().build(MemoryState(list(agent_run(4))))
 
         for result, newest_marked in ((ends_on_result, True), (ends_on_agent, False)):
-            request = to_anthropic(result, cache=True)
+            request = to_anthropic(result, tools="text", cache=True)
             ends = body_ends(request)
             assert marked(request) == [0, ends[-2], *ends[-1:][:newest_marked]]
 
@@ -255,7 +255,7 @@ class TestWhereTheMarksGo:
         pinned task repeat, and a mark after them would only pay the cache-write price."""
         results = replay(list(agent_run(60)), 1_500, "recent")
         late = results[-1]
-        request = to_anthropic(late, cache=True)
+        request = to_anthropic(late, tools="text", cache=True)
 
         assert late.excluded_for("over_budget")
         assert late.prefix_messages_shared == 2  # the system message and the task
@@ -272,7 +272,7 @@ class TestWhereTheMarksGo:
             assert len(marked(with_two)) == 4
             only = to_anthropic(result, **native, tool_definitions=tools)
             assert marked(only) == [0, 1, 2, 3]  # the caller's three, and the system
-            text = to_anthropic(result, cache=True, tool_definitions=tools)  # tools not sent
+            text = to_anthropic(result, tools="text", cache=True, tool_definitions=tools)
             assert len(marked(text)) == 4
 
     def test_a_call_still_waiting_for_its_result_keeps_the_write_mark_before_it(self) -> None:

@@ -17,15 +17,22 @@ from typing import Any
 import attrs
 import pytest
 
-from adapter_cases import Case, all_cases, edge_cases, example_cases
+from adapter_cases import Case, all_cases, edge_cases, example_cases, media_cases
 from memctx import BudgetExceededError, EmptyContextError, create_builder, create_tokenizer
-from provider_rules import anthropic_violations, gemini_violations, openai_violations
+from memctx._render.media import media_tokens
+from provider_rules import (
+    anthropic_violations,
+    gemini_violations,
+    openai_violations,
+    responses_violations,
+)
 from sdk_clients import (
     Recorder,
     anthropic_client,
     check_anthropic_types,
     check_gemini_types,
     check_openai_types,
+    check_responses_types,
     gemini_client,
     openai_client,
 )
@@ -44,6 +51,7 @@ class Tally:
     native_calls: int = 0
     added_turns: int = 0
     cache_marks: int = 0
+    native_blocks: dict[str, int] = attrs.field(factory=dict)
     violations: list[str] = attrs.field(factory=list)
 
 
@@ -62,6 +70,17 @@ def _openai_sender(recorder: Recorder) -> Sender:
         messages = result.to_openai(tools=tools)
         check_openai_types(messages)
         client.chat.completions.create(model="gpt-4o", messages=messages)
+
+    return send
+
+
+def _responses_sender(recorder: Recorder) -> Sender:
+    client = openai_client(recorder)
+
+    def send(result: Any, tools: str, prefill: bool, cache: bool) -> None:
+        items = result.to_responses(tools=tools)
+        check_responses_types(items)
+        client.responses.create(model="gpt-4o", input=items)
 
     return send
 
@@ -90,6 +109,7 @@ def _gemini_sender(recorder: Recorder) -> Sender:
 
 SENDERS: dict[str, Callable[[Recorder], Sender]] = {
     "openai": _openai_sender,
+    "responses": _responses_sender,
     "anthropic": _anthropic_sender,
     "gemini": _gemini_sender,
 }
@@ -103,7 +123,33 @@ def _native_calls(body: dict[str, Any]) -> int:
             count += sum(b["type"] == "tool_use" for b in message["content"])
     for content in body.get("contents", []):
         count += sum("functionCall" in part for part in content["parts"])
+    count += sum(item.get("type") == "function_call" for item in body.get("input", []))
     return count
+
+
+_BLOCK_KINDS = frozenset(
+    {"image_url", "file", "image", "document", "thinking", "redacted_thinking", "reasoning"}
+    | {"input_image", "input_file", "inlineData", "fileData"}
+)
+
+
+def _native_blocks(body: dict[str, Any]) -> list[str]:
+    """The kinds of native media and reasoning structures in a request body as sent."""
+    found: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            if value.get("type") in _BLOCK_KINDS:
+                found.append(value["type"])
+            found.extend(k for k in value if k in ("inlineData", "fileData"))
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(body.get("messages", body.get("input", body.get("contents"))))
+    return found
 
 
 def _violations(provider: str, body: dict[str, Any], prefill: bool) -> list[str]:
@@ -111,6 +157,8 @@ def _violations(provider: str, body: dict[str, Any], prefill: bool) -> list[str]
         return openai_violations(body)
     if provider == "anthropic":
         return anthropic_violations(body, prefill=prefill)
+    if provider == "responses":
+        return responses_violations(body)
     return gemini_violations(body, prefill=prefill)
 
 
@@ -118,15 +166,15 @@ def text_form(provider: str, result: Any) -> list[dict[str, str]] | None:
     """The request of ``result`` in text mode as chat messages (None: it is refused):
     what ``token_count`` counts, added turns and a prefill's removed white space included."""
     try:
-        if provider == "openai":
-            return [dict(m) for m in result.to_openai()]
+        if provider in ("openai", "responses"):
+            return [dict(m) for m in result.to_openai(tools="text")]
         if provider == "anthropic":
-            request = result.to_anthropic()
+            request = result.to_anthropic(tools="text")
             system = (
                 [{"role": "system", "content": request["system"]}] if "system" in request else []
             )
             return [*system, *request["messages"]]
-        request = result.to_gemini()
+        request = result.to_gemini(tools="text")
         instruction = request["config"].get("system_instruction")
         system = [{"role": "system", "content": instruction}] if instruction else []
         return [
@@ -156,10 +204,12 @@ def run(
     send = SENDERS[provider](recorder)
     for case in chosen:
         builder = BUILDERS[case.content]
-        turns = {"prefill": prefill, **(texts or {})} if provider != "openai" else {}
+        target = "openai" if provider == "responses" else provider
+        # OpenAI builds count the request of the mode sent; the others count the text form.
+        turns = {"prefill": prefill, **(texts or {})} if target != "openai" else {"tools": tools}
         try:
             result = builder.build(
-                case.state, tokenizer=TOKENIZER, provider=provider, **turns, **case.options
+                case.state, tokenizer=TOKENIZER, provider=target, **turns, **case.options
             )
         except BudgetExceededError:
             tally.over_budget += 1
@@ -168,24 +218,40 @@ def run(
         budget = case.options.get("max_tokens")
         if budget is not None and result.token_count > budget:
             problems.append(f"{result.token_count} tokens over the budget of {budget}")
-        if result.token_count_exact is not (provider == "openai"):
-            problems.append(f"token_count_exact is {result.token_count_exact}")
+        native_openai = target == "openai" and tools == "native"
         roles = [m.role for m in result.messages]
         extra = result.added_turns.texts
         sent = text_form(provider, result)
-        if sent is not None and result.token_count != TOKENIZER.count_messages(sent):
-            problems.append("token_count is not the count of the text request sent")
+        media = [c for c in result.included_chunks if c.action in ("image", "document")]
+        media_cost = sum(media_tokens(c.action, c.metadata, target) for c in media)
+        estimated = any(c.action == "document" for c in media)
+        if native_openai:
+            native = [dict(m) for m in result.to_openai()] if sent is not None else None
+            plain = native is not None and all(isinstance(m.get("content"), str) for m in native)
+            if plain and all("tool_calls" not in m and m["role"] != "tool" for m in native):
+                sent = native  # the cookbook's count holds for a native request without calls
+                media_cost = 0  # and it holds no media part (a linked PDF stays its placeholder)
+                if not result.token_count_exact:
+                    problems.append("a native request without calls counted inexact")
+            else:
+                sent = None
+        elif result.token_count_exact is not (target == "openai" and not estimated):
+            problems.append(f"token_count_exact is {result.token_count_exact}")
+        if sent is not None and result.token_count != TOKENIZER.count_messages(sent) + media_cost:
+            problems.append("token_count is not the count of the request sent")
         try:
             send(result, tools, prefill, cache)
             body = recorder.last
         except EmptyContextError as exc:
             tally.empty += 1
-            body_roles = [r for r in roles if r != "system" or provider == "openai"]
+            body_roles = [r for r in roles if r != "system" or target == "openai"]
             if body_roles:
                 problems.append(f"refused a request that has turns: {exc}")
         else:
             tally.sent += 1
             tally.native_calls += _native_calls(body)
+            for kind in _native_blocks(body):
+                tally.native_blocks[kind] = tally.native_blocks.get(kind, 0) + 1
             tally.added_turns += len(extra)
             tally.cache_marks += json.dumps(body).count('"cache_control"')
             if texts and extra and not all(json.dumps(t)[1:-1] in json.dumps(body) for t in extra):
@@ -196,7 +262,7 @@ def run(
 
 
 @pytest.mark.parametrize("tools", ["text", "native"])
-@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
+@pytest.mark.parametrize("provider", ["openai", "responses", "anthropic", "gemini"])
 def test_every_request_is_accepted_and_meets_the_provider_rules(provider: str, tools: str) -> None:
     tally = run(provider, tools, cases())
 
@@ -205,8 +271,11 @@ def test_every_request_is_accepted_and_meets_the_provider_rules(provider: str, t
     assert tally.empty >= 4  # the empty, system-only and filtered cases are refused, not sent
     if tools == "native":
         assert tally.native_calls >= 100
-    if provider != "openai":
+    else:
+        assert tally.native_calls == 0
+    if provider in ("anthropic", "gemini"):
         assert tally.added_turns >= 50
+    print(f"{provider} {tools}: {tally.sent} accepted, {tally.native_calls} native calls")
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "gemini"])
@@ -252,3 +321,32 @@ def test_requests_with_cache_marks_are_accepted_and_meet_the_rules(tools: str) -
     assert tally.violations == []
     assert tally.sent >= 280
     assert tally.cache_marks >= tally.sent  # the system, and messages of longer builds
+
+
+NATIVE_BLOCKS = {
+    "openai": {"image_url", "file"},
+    "responses": {"input_image", "input_file", "reasoning"},
+    "anthropic": {"image", "document", "thinking", "redacted_thinking"},
+    "gemini": {"inlineData", "fileData"},
+}
+
+
+@pytest.mark.parametrize("tools", ["text", "native"])
+@pytest.mark.parametrize("provider", ["openai", "responses", "anthropic", "gemini"])
+def test_reasoning_and_media_requests_are_accepted_with_native_blocks(
+    provider: str, tools: str, png: bytes, pdf: bytes
+) -> None:
+    """Thinking and redacted thinking with tool use, OpenAI reasoning items, images and PDFs:
+    every request accepted by the SDK; in native mode the provider's own blocks are in the
+    body it sends, in text mode none is (placeholders only)."""
+    chosen = media_cases(png, pdf)
+
+    tally = run(provider, tools, chosen)
+
+    assert tally.violations == []
+    assert tally.sent == len(chosen)
+    if tools == "native":
+        assert set(tally.native_blocks) == NATIVE_BLOCKS[provider]
+        assert tally.native_calls >= 20
+    else:
+        assert tally.native_blocks == {}

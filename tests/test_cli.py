@@ -64,6 +64,8 @@ class TestBuild:
                 "gpt-4o",
                 "--format",
                 "openai",
+                "--tools",
+                "text",
             ],
         )
         assert result.exit_code == 0, result.output
@@ -199,3 +201,44 @@ def test_example_state_file_matches_the_example_script(tmp_path: Path) -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.build_state() == load_state(EXAMPLE)
+
+
+class TestBuildRequestFormats:
+    """``memctx build --format openai|responses|anthropic|gemini`` prints that API's request."""
+
+    @pytest.mark.parametrize(
+        ("output_format", "native"),
+        [
+            ("openai", '"tool_calls"'),
+            ("responses", '"function_call"'),
+            ("anthropic", '"tool_use"'),
+            ("gemini", '"function_call"'),
+        ],
+    )
+    def test_each_format_prints_its_native_request(
+        self, runner: CliRunner, output_format: str, native: str
+    ) -> None:
+        result = runner.invoke(main, ["build", str(EXAMPLE), "--format", output_format])
+
+        assert result.exit_code == 0, result.output
+        assert native in result.stdout
+        json.loads(result.stdout)
+
+    def test_tools_text_prints_the_xml_form(self, runner: CliRunner) -> None:
+        result = runner.invoke(
+            main, ["build", str(EXAMPLE), "--format", "anthropic", "--tools", "text"]
+        )
+
+        assert result.exit_code == 0, result.output
+        assert '"tool_use"' not in result.stdout
+        assert "<tool_call " in json.loads(result.stdout)["messages"][1]["content"]
+
+    def test_a_request_format_builds_for_its_provider(self, runner: CliRunner) -> None:
+        gemini = runner.invoke(main, ["build", str(EXAMPLE), "--format", "gemini"])
+        clash = runner.invoke(
+            main, ["build", str(EXAMPLE), "--format", "gemini", "--provider", "anthropic"]
+        )
+
+        assert set(json.loads(gemini.stdout)) == {"contents", "config"}
+        assert clash.exit_code == 2
+        assert "--format gemini builds for gemini" in clash.output

@@ -19,11 +19,15 @@ from memctx.statefile import loads_state
 @pytest.fixture(scope="module")
 def request_body() -> dict[str, Any]:
     """A real run as Messages API arguments: a trajectory built and sent natively, plus a
-    call nobody answered, an image block and a message of an unknown role."""
+    call nobody answered, a block memctx has no chunk for (a file by id) and a message of an
+    unknown role."""
     state, _ = load_openai_transcript(json.loads(TRAJECTORIES[0].read_text(encoding="utf-8")))
     body = create_builder().build(state).to_anthropic(tools="native")
     body["messages"] += [
-        {"role": "user", "content": [{"type": "image", "source": {"type": "url", "url": "u"}}]},
+        {
+            "role": "user",
+            "content": [{"type": "image", "source": {"type": "file", "file_id": "f"}}],
+        },
         {
             "role": "assistant",
             "content": [{"type": "tool_use", "id": "tu_x", "name": "ls", "input": {}}],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import attrs
@@ -10,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from invariants import assert_builds_within, assert_lawful
-from memctx import CompressionError, MemoryState, chunks
+from memctx import CompressionError, MemoryState, chunks, create_builder
 from memctx._render.tokens import TiktokenTokenizer
 from memctx.compress import (
     MaxChars,
@@ -117,13 +118,51 @@ class TestMaxChars:
         assert protected_ids(state) == {"sys", "task", "waiting"}
 
     def test_a_json_content_is_cut_in_its_serialised_form(self) -> None:
-        call = chunks.tool_call("write", {"text": "y" * 100}, call_id="c", id="call")
-        state = MemoryState([call, chunks.tool_result("write", "ok", call_id="c", id="res")])
-        new, _ = compress(state, [MaxChars(20)])
-        assert (
-            new[0].content == call.text[:20] + f"\n[memctx: cut {len(call.text) - 20} of "
-            f"{len(call.text)} characters]"
+        call = chunks.tool_call("write", {"text": "x"}, call_id="c", id="call")
+        output = chunks.tool_result("write", {"text": "y" * 100}, call_id="c", id="res")
+        new, _ = compress(MemoryState([call, output]), [MaxChars(20)])
+        assert new[1].content == output.text[:20] + (
+            f"\n[memctx: cut {len(output.text) - 20} of {len(output.text)} characters]"
         )
+
+    def test_a_call_s_arguments_stay_a_json_object_with_their_long_strings_cut(self) -> None:
+        """So a compressed call is still sent as a native call."""
+        arguments = {"path": "/src/app.py", "content": "y" * 5_000, "mode": 3}
+        call = chunks.tool_call("write", arguments, call_id="c", id="call")
+        state = MemoryState([call, chunks.tool_result("write", "ok", call_id="c", id="res")])
+
+        new, _ = compress(state, [MaxChars(400)])
+
+        cut = new[0].content
+        assert len(new[0].text) <= 400
+        assert (cut["path"], cut["mode"]) == ("/src/app.py", 3)
+        assert cut["content"] == "y" * 311 + "…[memctx: cut 4,689 of 5,000 characters]"
+        assert new[0].metadata.derived_from == ("call",)
+        again, _ = compress(new, [MaxChars(400)])
+        assert again is new
+
+    def test_a_cut_call_is_still_sent_as_a_native_call(self) -> None:
+        call = chunks.tool_call("write", {"content": "y" * 5_000}, call_id="c", id="call")
+        state = MemoryState([call, chunks.tool_result("write", "ok", call_id="c", id="res")])
+        new, _ = compress(state, [MaxChars(200)])
+
+        sent = create_builder().build(new).to_openai()
+
+        arguments = json.loads(sent[0]["tool_calls"][0]["function"]["arguments"])
+        assert arguments == dict(new[0].content)
+
+    def test_images_documents_and_signed_reasoning_are_never_cut(self, png: bytes) -> None:
+        state = MemoryState(
+            [
+                chunks.user("look", id="u"),
+                chunks.image(png, id="img"),
+                chunks.thinking("z" * 500, "sig", id="t"),
+                chunks.redacted_thinking("q" * 500, id="r"),
+            ]
+        )
+        new, _ = compress(state, [MaxChars(10)])
+
+        assert list(new) == list(state)
 
 
 class TestTrimToolOutputs:

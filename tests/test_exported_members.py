@@ -31,6 +31,8 @@ DESIGN_MD_CONSTRUCTORS = {
     "tool_result", "tool_error", "skill_result", "progress_summary", "todo_update", "thinking",
     "user_intervention", "task_completed", "task_abandoned", "task_terminated",
 }  # fmt: skip
+# Part three (provider fidelity): reasoning the provider signed or encrypted, and media.
+PART_THREE_CONSTRUCTORS = {"redacted_thinking", "image", "document"}
 
 
 def is_public_submodule(name: str, value: object) -> bool:
@@ -137,7 +139,8 @@ class TestPublicSubmodules:
         assert undeclared == []
 
     def test_chunks_exports_the_constructors_of_design_md_and_custom(self) -> None:
-        assert set(chunks.__all__) == DESIGN_MD_CONSTRUCTORS | {"custom"}
+        expected = DESIGN_MD_CONSTRUCTORS | PART_THREE_CONSTRUCTORS | {"custom"}
+        assert set(chunks.__all__) == expected
 
     def test_chunks_exports_every_public_function_it_defines(self) -> None:
         defined = {

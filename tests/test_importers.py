@@ -91,7 +91,7 @@ class TestRealTrajectories:
             if chunk.id in included:
                 call = next(c for c in state if c.metadata.call_id == chunk.metadata.call_id)
                 assert call.id in included
-        for message in result.to_openai():
+        for message in result.to_openai(tools="text"):
             assert set(message) == {"role", "content"}
             assert message["role"] in ("system", "user", "assistant")
 
@@ -270,7 +270,7 @@ ANTHROPIC_REQUEST: dict[str, Any] = {
                     "content": [{"type": "text", "text": "denied"}],
                     "is_error": True,
                 },
-                {"type": "image", "source": {"type": "url", "url": "https://x/y.png"}},
+                {"type": "image", "source": {"type": "file", "file_id": "file_011"}},
             ],
         },
         {"role": "assistant", "content": [{"type": "tool_use", "id": "tu_3", "name": "ls",
@@ -317,8 +317,9 @@ class TestAnthropicImport:
         exported = create_builder().build(state).to_anthropic(tools="native")
 
         call_turn = exported["messages"][1]["content"]
-        assert call_turn[1:] == ANTHROPIC_REQUEST["messages"][1]["content"][2:]
-        assert call_turn[0]["type"] == "text"  # the thinking and the text, as XML
+        assert call_turn[0] == ANTHROPIC_REQUEST["messages"][1]["content"][0]  # signed thinking
+        assert call_turn[1]["type"] == "text"  # the text, as XML
+        assert call_turn[2:] == ANTHROPIC_REQUEST["messages"][1]["content"][2:]
         results = exported["messages"][2]["content"]
         assert results[0] == {"type": "tool_result", "tool_use_id": "tu_1", "content": "x = 1"}
         assert results[1] == {

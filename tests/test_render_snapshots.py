@@ -85,6 +85,18 @@ CONSTRUCTED: dict[str, Callable[[], Chunk]] = {
     "user_intervention": lambda: chunks.user_intervention(
         "Don't touch the CSS.", id="chunk_1", created_at=CREATED
     ),
+    "redacted_thinking": lambda: chunks.redacted_thinking(
+        "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP", id="chunk_1",
+        created_at=CREATED,
+    ),
+    "image": lambda: chunks.image(
+        url="https://example.com/screenshots/login.png", width=1280, height=800,
+        detail="high", id="chunk_1", created_at=CREATED,
+    ),
+    "document": lambda: chunks.document(
+        url="https://example.com/specs/login.pdf", title="Login spec", pages=3,
+        id="chunk_1", created_at=CREATED,
+    ),
     "task_completed": lambda: chunks.task_completed(
         "submit() now calls preventDefault()", summary="Fixed the login form crash",
         id="chunk_1", created_at=CREATED,
@@ -117,6 +129,9 @@ EXPECTED_TAG_AND_ROLE = {
     "todo_update": ("todo_update", "assistant"),
     "thinking": ("thinking", "assistant"),
     "user_intervention": ("user_intervention", "user"),
+    "redacted_thinking": ("redacted_thinking", "assistant"),
+    "image": ("image", "user"),
+    "document": ("document", "user"),
     "task_completed": ("task_completed", "assistant"),
     "task_abandoned": ("task_abandoned", "assistant"),
     "task_terminated": ("task_terminated", "user"),

@@ -5,10 +5,21 @@ from __future__ import annotations
 from memctx import ChunkType, DeclaredRenderer, Element
 
 _ATTRIBUTES = ("id", "role", "action")
+_IMAGE = (
+    *_ATTRIBUTES,
+    "url=content.url",
+    "media_type",
+    "width",
+    "height",
+    "bytes=byte_size",
+    "detail",
+)
+_DOCUMENT = (*_ATTRIBUTES, "url=content.url", "media_type", "title", "pages", "bytes=byte_size")
 
 
 class AgentRenderer(DeclaredRenderer):
-    """``<user_message>``, ``<assistant_response>`` and ``<assistant_clarification>``."""
+    """``<user_message>``, ``<assistant_response>``, ``<assistant_clarification>``, and the
+    short placeholders ``<image>`` and ``<document>`` (no content: never base64 as text)."""
 
     chunk_type = ChunkType.AGENT
     key_fields = ("role", "action")
@@ -18,4 +29,6 @@ class AgentRenderer(DeclaredRenderer):
         ("assistant", "clarification"): Element(
             "assistant_clarification", "assistant", _ATTRIBUTES
         ),
+        ("user", "image"): Element("image", "user", _IMAGE, content=False),
+        ("user", "document"): Element("document", "user", _DOCUMENT, content=False),
     }

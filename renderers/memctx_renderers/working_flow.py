@@ -6,7 +6,8 @@ from memctx import ChunkType, DeclaredRenderer, Element
 
 
 class WorkingFlowRenderer(DeclaredRenderer):
-    """``<progress_summary>``, ``<todo_update>``, ``<thinking>`` and ``<user_intervention>``."""
+    """``<progress_summary>``, ``<todo_update>``, ``<thinking>``, ``<redacted_thinking>``
+    (no content: the data is opaque) and ``<user_intervention>``."""
 
     chunk_type = ChunkType.WORKING_FLOW
     key_fields = ("action", "subtype")
@@ -16,5 +17,8 @@ class WorkingFlowRenderer(DeclaredRenderer):
         ),
         ("todo_set", None): Element("todo_update", "assistant", ("id", "action")),
         (None, "THINKING"): Element("thinking", "assistant", ("id", "subtype")),
+        (None, "REDACTED_THINKING"): Element(
+            "redacted_thinking", "assistant", ("id", "subtype"), content=False
+        ),
         (None, "USER"): Element("user_intervention", "user", ("id", "subtype")),
     }

@@ -126,6 +126,18 @@ class ChunkMetadata:
     derived_from: tuple[str, ...] | None = attrs.field(
         default=None, converter=_convert_derived_from, validator=_validate_derived_from
     )
+    signature: str | None = attrs.field(default=None, validator=_metadata_str)
+    """A reasoning chunk's proof of origin: Anthropic's thinking ``signature``, or an
+    OpenAI reasoning item's ``encrypted_content``. Only a ``thinking`` chunk has one."""
+    reasoning_id: str | None = attrs.field(default=None, validator=_metadata_str)
+    """The id of the OpenAI reasoning item a ``thinking`` chunk came from."""
+    media_type: str | None = attrs.field(default=None, validator=_metadata_str)
+    width: int | None = attrs.field(default=None, validator=_metadata_count)
+    height: int | None = attrs.field(default=None, validator=_metadata_count)
+    byte_size: int | None = attrs.field(default=None, validator=_metadata_count)
+    detail: str | None = attrs.field(default=None, validator=_metadata_str)
+    title: str | None = attrs.field(default=None, validator=_metadata_str)
+    pages: int | None = attrs.field(default=None, validator=_metadata_count)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the fields that are set, as plain JSON (``custom`` thawed)."""
@@ -182,9 +194,17 @@ def _validate_role(instance: object, attribute: attrs.Attribute[Any], value: obj
         )
 
 
-def _validate_metadata(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+def _validate_metadata(instance: Any, attribute: attrs.Attribute[Any], value: object) -> None:
     if not isinstance(value, ChunkMetadata):
         raise InvalidChunkError("metadata", f"must be a ChunkMetadata, got {type(value).__name__}")
+    is_thinking = instance.type is ChunkType.WORKING_FLOW and instance.subtype == "THINKING"
+    for name in ("signature", "reasoning_id"):
+        if getattr(value, name) is not None and not is_thinking:
+            raise InvalidChunkError(
+                f"metadata.{name}",
+                f"only a thinking chunk carries a {name}, not a {instance.type.value} chunk "
+                f"(action={instance.action!r}, subtype={instance.subtype!r})",
+            )
 
 
 def _validate_created_at(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:

@@ -14,6 +14,7 @@ whose meaning it shares, so code that already catches ``ValueError`` or
     ├── TranscriptError (ValueError)          a chat transcript cannot be imported
     ├── RendererError                         a renderer misbehaved
     │   └── PluginLoadError (ImportError)     a renderer plugin could not be loaded
+    ├── MissingExtraError (ImportError)       a feature needs an optional extra not installed
     ├── TokenizerError (ValueError)           a tokenizer could not be created
     │   └── UnknownModelError                 ... because the model name is unknown
     ├── BuildOptionError (ValueError)         a build option has an invalid value
@@ -121,6 +122,18 @@ class PluginLoadError(RendererError, ImportError):
         self.plugin = plugin
         self.cause = cause
         super().__init__(f"renderer plugin {plugin!r} failed to load: {cause}")
+
+
+class MissingExtraError(MemctxError, ImportError):
+    """A feature needs an optional extra that is not installed.
+
+    ``extra`` names it (``pip install 'memctx[<extra>]'``), ``feature`` says what needed it.
+    """
+
+    def __init__(self, extra: str, feature: str) -> None:
+        self.extra = extra
+        self.feature = feature
+        super().__init__(f"{feature} needs the {extra!r} extra: pip install 'memctx[{extra}]'")
 
 
 class TokenizerError(MemctxError, ValueError):

@@ -273,6 +273,10 @@ class ContextBuildResult:
     the ids above are those of the compressed state."""
     provider: str | None = None
     """The ``provider`` the build was told (``None``: none)."""
+    tools_counted: str = "text"
+    """Which request ``token_count`` counts: ``"text"`` (the messages as built, plus the
+    cost of their images and documents) or ``"native"`` (the native ``to_openai()``
+    request of a build with ``provider="openai"``)."""
     turn_options: TurnOptions | None = None
     """The added turns the build counted in ``token_count`` (``provider="anthropic"`` or
     ``"gemini"``); ``to_anthropic()`` and ``to_gemini()`` send exactly these. ``None``:
@@ -313,25 +317,36 @@ class ContextBuildResult:
         return tuple(i for i in self.excluded_chunk_ids if self.exclusions[i].reason is wanted)
 
     def to_openai(self, **options: Any) -> list[dict[str, Any]]:
-        """Chat-completions messages; see :func:`memctx.adapters.to_openai` for ``options``."""
+        """Chat-completions messages (native tool calls, images and PDFs unless
+        ``tools="text"``); see :func:`memctx.adapters.to_openai` for ``options``."""
         from memctx.adapters import to_openai
 
         return to_openai(self, **options)
 
+    def to_responses(self, **options: Any) -> list[dict[str, Any]]:
+        """Responses API ``input`` items (messages, ``function_call``, ``function_call_output``,
+        ``reasoning``); see :func:`memctx.adapters.to_responses` for ``options``."""
+        from memctx.adapters import to_responses
+
+        return to_responses(self, **options)
+
     def to_anthropic(self, **options: Any) -> dict[str, Any]:
-        """Messages API arguments; see :func:`memctx.adapters.to_anthropic` for ``options``."""
+        """Messages API arguments (native tool use, thinking, images and documents unless
+        ``tools="text"``); see :func:`memctx.adapters.to_anthropic` for ``options``."""
         from memctx.adapters import to_anthropic
 
         return to_anthropic(self, **options)
 
     def to_gemini(self, **options: Any) -> dict[str, Any]:
-        """``generate_content`` arguments; see :func:`memctx.adapters.to_gemini`."""
+        """``generate_content`` arguments (native function calls and media unless
+        ``tools="text"``); see :func:`memctx.adapters.to_gemini`."""
         from memctx.adapters import to_gemini
 
         return to_gemini(self, **options)
 
     def to_langchain(self, **options: Any) -> list[Any]:
-        """LangChain messages; see :func:`memctx.adapters.to_langchain` (``memctx[langchain]``)."""
+        """LangChain messages (native tool calls and media unless ``tools="text"``); see
+        :func:`memctx.adapters.to_langchain` (``memctx[langchain]``)."""
         from memctx.adapters import to_langchain
 
         return to_langchain(self, **options)

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from media import make_pdf, make_png
 from memctx import Chunk, MemoryState, chunks, create_builder
 from memctx._json import freeze_json
 from memctx.store import MemoryStore
@@ -47,7 +48,10 @@ SAMPLES: dict[str, Callable[[], Chunk]] = {
     "progress_summary": lambda: chunks.progress_summary("Did A, B.", original_count=12,
                                                         compacted_at=1_700_000_000_000),
     "todo_update": lambda: chunks.todo_update([{"task": "x", "done": False}, "plain"]),
-    "thinking": lambda: chunks.thinking("Hmm… maybe <not> a tag"),
+    "thinking": lambda: chunks.thinking("Hmm… maybe <not> a tag", "EqQBCkYIARgC+/=="),
+    "redacted_thinking": lambda: chunks.redacted_thinking("EmwKAhgBEgy3va3pzix/LafPsn4a"),
+    "image": lambda: chunks.image(make_png(31, 17), detail="low"),
+    "document": lambda: chunks.document(make_pdf(1), title="spec.pdf"),
     "user_intervention": lambda: chunks.user_intervention("Use tabs."),
     "task_completed": lambda: chunks.task_completed({"answer": 4}, summary="done"),
     "task_abandoned": lambda: chunks.task_abandoned("blocked", partial_result=[1, 2]),

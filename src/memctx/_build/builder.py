@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, Unpack
 
 from memctx._build.cache import BuildCaches, ChunkCosts, CountKey, HashedKey, HistoryCache, LastBuild
@@ -17,19 +17,20 @@ from memctx._build.compressed import build_compressed
 from memctx._build.cost import CostModel, Overheads, cost_model, message_overheads, pinned_cost, prompt_segment
 from memctx._build.counts import BuilderCounts
 from memctx._build.filter import Candidates, filter_candidates
-from memctx._build.group import Grouped, group
+from memctx._build.group import Grouped, RequestCount, group
 from memctx._build.incremental import LastWalk
 from memctx._build.options import BuildKwargs, BuildOptions, check_tokenizer, parse_build_options
 from memctx._build.pin import pin
 from memctx._build.recount import recount
 from memctx._build.report import report, shared_with
 from memctx._build.select import selector_for
-from memctx._build.selection import SelectionProblem
+from memctx._build.selection import Selection, SelectionProblem
 from memctx._build.turns import added_turn_tokens, reserved_turn_tokens
 from memctx._chunk import Chunk, ContextMessage, Role
 from memctx._exceptions import BudgetExceededError, BuildOptionError
 from memctx._render.registry import RendererRegistry, renderer_cache_key
 from memctx._render.rendering import XmlRendering
+from memctx.adapters._openai_tokens import openai_request_tokens
 from memctx._render.tokens import EstimatingTokenizer, tokenizer_traits
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
@@ -129,7 +130,16 @@ class ContextBuilder:
             return self._again(last, opts, tokenizer)
         if last is not None and last.length > length:
             last = None
-        costs = ChunkCosts(cache, items, count_key[0], self._rendering, tokenizer, count_key, adds_up)
+        costs = ChunkCosts(
+            cache,
+            items,
+            count_key[0],
+            self._rendering,
+            tokenizer,
+            count_key,
+            adds_up,
+            media_provider=opts.provider,
+        )
         prompt = prompt_segment(opts.system_prompt)
         prompt_tokens = tokenizer.count(prompt) if prompt else 0
 
@@ -152,10 +162,19 @@ class ContextBuilder:
         def added(messages: list[ContextMessage]) -> int:
             return added_turn_tokens(messages, opts.turn_options, tokenizer)
 
-        if costs.adds_up and safe:
+        def count(messages: list[ContextMessage]) -> tuple[int, bool]:
+            """The messages counted whole: with the adapter's turns and the media they hold,
+            or as the native OpenAI request they stand for."""
+            if native:
+                return _native_openai(state, tokenizer)(messages)
+            media = _media_in(messages, costs, state)
+            return tokenizer.count_messages(messages) + added(messages) + media, True
+
+        native = opts.counted_tools == "native"
+        if costs.adds_up and safe and not native:
             used = selected.selection.used - problem.reserved + added(messages)
             grouped = Grouped(tuple(messages), selected.selection, used, recounted=False)
-        else:  # 6. recount: the pieces' counts may not add up to the messages'
+        else:  # 6. recount: the pieces' counts may not add up to the request's
             grouped = recount(
                 selected.selection,
                 messages,
@@ -166,15 +185,21 @@ class ContextBuilder:
                 budget=opts.budget,
                 pinned=pinned,
                 units=units,
-                added_tokens=added,
+                count=count,
             )
+        exact = (
+            tokenizer.exact
+            and opts.provider in (None, "openai")
+            and grouped.exact
+            and (native or not _has_documents(grouped.selection, items))
+        )
         result = report(  # 7. report
             grouped,
             state=state,
             candidates=candidates,
             opts=opts,
             tokenizer=tokenizer,
-            exact=tokenizer.exact and opts.provider in (None, "openai"),
+            exact=exact,
             measure=costs.measure,
             known=costs.known_tokens,
             rendered=costs.rendered,
@@ -349,3 +374,23 @@ def _plain_options_key(max_tokens: object, options: Mapping[str, Any]) -> tuple[
             return None
         key += (name, type(value), value)
     return tuple(key)
+
+
+def _media_in(messages: list[ContextMessage], costs: ChunkCosts, state: MemoryState) -> int:
+    """The media cost of the chunks ``messages`` hold."""
+    return sum(costs.media(state.index_of(i)) for m in messages for i in m.chunk_ids)
+
+
+def _has_documents(selection: Selection, items: list[Chunk]) -> bool:
+    """Whether a selected chunk is a document (priced by an estimate)."""
+    return any(items[p].action == "document" for p in selection.body)
+
+
+def _native_openai(state: MemoryState, tokenizer: Tokenizer) -> RequestCount:
+    """Counts the native ``to_openai()`` request of a build's messages."""
+
+    def count(messages: list[ContextMessage]) -> tuple[int, bool]:
+        chunks = [state[state.index_of(i)] for m in messages for i in m.chunk_ids]
+        return openai_request_tokens(messages, chunks, tokenizer)
+
+    return count

@@ -14,7 +14,8 @@ import weakref
 from collections.abc import Hashable
 from typing import Final
 
-from memctx._chunk import Chunk, Role
+from memctx._chunk import Chunk, ChunkType, Role
+from memctx._render.media import is_media, media_tokens
 from memctx._result import ContextBuildResult
 from memctx._render.rendering import XmlRendering
 from memctx._render.segments import PREFIX_CHARS_PER_TOKEN, RenderedChunk, safe_split_point
@@ -155,11 +156,16 @@ class ChunkCosts:
     role comes from ``renderer.role``, and its renderer's prefix
     (``renderer.render_prefix``, when it can make one) is counted first, so a
     huge chunk that cannot fit costs what the limit needs, not its length.
+
+    An image or document chunk costs its segment (the short placeholder) plus
+    its media cost by the formula of ``media_provider`` (OpenAI's when None):
+    the cached counts are of the segments only, so they serve every provider.
     """
 
     __slots__ = (
         "_count",
         "_items",
+        "_media_provider",
         "_partial",
         "_rendered",
         "_renderer",
@@ -177,6 +183,7 @@ class ChunkCosts:
         tokenizer: Tokenizer,
         count_key: CountKey,
         adds_up: bool,
+        media_provider: str | None = None,
     ) -> None:
         rendered = cache.renderings.setdefault(chain_key, {})
         tokens = cache.counts.setdefault(count_key, {})
@@ -187,7 +194,16 @@ class ChunkCosts:
         self._roles = cache.long_roles.setdefault(chain_key, {})
         self._renderer = renderer
         self._count = tokenizer.count
+        self._media_provider = media_provider
         self.adds_up = adds_up
+
+    def media(self, position: int) -> int:
+        """The media cost of the chunk at ``position`` (0 for a chunk that is no image or
+        document)."""
+        item = self._items[position]
+        if item.type is not ChunkType.AGENT or not is_media(item.action):
+            return 0
+        return media_tokens(item.action, item.metadata, self._media_provider)
 
     def rendered(self, position: int) -> RenderedChunk:
         found = self._rendered.get(position)
@@ -215,29 +231,34 @@ class ChunkCosts:
 
     def known_tokens(self, position: int) -> int | None:
         """The tokens of ``position`` if they were counted (or seeded) already."""
-        return self._tokens.get(position)
+        found = self._tokens.get(position)
+        return None if found is None else found + self.media(position)
 
     def seed(self, position: int, tokens: int) -> None:
         """Record a count known from elsewhere (a store's cache) so it is not counted again."""
         self._tokens[position] = tokens
 
     def measure(self, position: int) -> int:
-        """Tokens of the segment at ``position`` (its XML and the newline after it)."""
+        """Tokens of the segment at ``position`` (its XML and the newline after it), and of
+        its media."""
         found = self._tokens.get(position)
         if found is None:
             found = self._tokens[position] = self._count(self.rendered(position).segment)
-        return found
+        return found + self.media(position)
 
     def measure_within(self, position: int, limit: int) -> int | None:
         """The tokens of ``position`` if at most ``limit``; None if it cannot fit."""
+        media = self.media(position)
+        limit -= media
         if limit <= 0:
             return None
         tokens = self._tokens.get(position)
         if tokens is None:
             if self.adds_up:
-                return self._count_within(position, limit)
-            tokens = self.measure(position)
-        return tokens if tokens <= limit else None
+                counted = self._count_within(position, limit)
+                return None if counted is None else counted + media
+            tokens = self.measure(position) - media
+        return tokens + media if tokens <= limit else None
 
     def _count_within(self, position: int, limit: int) -> int | None:
         if position not in self._rendered and _is_long(self._items[position]):

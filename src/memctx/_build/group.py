@@ -21,6 +21,12 @@ class Grouped:
     selection: Selection
     token_count: int
     recounted: bool
+    exact: bool = True
+    """False when the count that replaced the segments' sum was an approximation."""
+
+
+RequestCount = Callable[[list[ContextMessage]], tuple[int, bool]]
+"""Counts the request messages stand for: ``(tokens, exact)`` (a native request's count)."""
 
 
 def group(

@@ -111,6 +111,14 @@ def _check_turn(instance: object, attribute: attrs.Attribute[Any], value: object
 
 _TURN_PROVIDERS: Final = ("anthropic", "gemini")
 
+CountedTools: TypeAlias = Literal["text", "native"]
+"""Which request ``token_count`` counts: the messages as built, or the native request."""
+
+
+def _check_tools(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and value not in ("text", "native"):
+        raise BuildOptionError("tools", f"must be 'text' or 'native', got {value!r}")
+
 
 @attrs.frozen(kw_only=True, cache_hash=True)
 class BuildOptions:
@@ -150,6 +158,16 @@ class BuildOptions:
         is kept as a prefill instead (no closing turn; its trailing white space
         is not sent). They are counted, and the result's adapters send exactly
         these turns (:attr:`ContextBuildResult.turn_options`).
+    ``tools``
+        Which request ``token_count`` counts (:attr:`ContextBuildResult.tools_counted`).
+        With ``provider="openai"`` the default is ``"native"``: the request
+        ``to_openai()`` sends by default (tool calls, ``tool`` messages, image
+        parts), trimmed to the budget by that count; ``"text"`` counts the
+        messages as built (``to_openai(tools="text")``). Other providers count
+        the messages as built (``"text"``; their native tool blocks have no
+        published size), so ``tools="native"`` needs ``provider="openai"``.
+        Images and documents add their cost by the formula of ``provider``
+        (OpenAI's when None) either way.
     """
 
     max_tokens: int | None = attrs.field(default=None, validator=_positive_or_none)
@@ -170,8 +188,15 @@ class BuildOptions:
     opening_turn: str | None = attrs.field(default=None, validator=_check_turn)
     closing_turn: str | None = attrs.field(default=None, validator=_check_turn)
     prefill: bool = attrs.field(default=False, validator=_bool)
+    tools: CountedTools | None = attrs.field(default=None, validator=_check_tools)
 
     def __attrs_post_init__(self) -> None:
+        if self.tools == "native" and self.provider != "openai":
+            raise BuildOptionError(
+                "tools",
+                f"'native' is counted only for provider='openai', not {self.provider!r}: the "
+                "size of the other providers' tool blocks is not published",
+            )
         if self.max_tokens is not None and self.reserve_tokens >= self.max_tokens:
             raise BuildOptionError(
                 "reserve_tokens",
@@ -195,6 +220,13 @@ class BuildOptions:
         return TurnOptions(
             self.opening_turn or OPENING_TURN, self.closing_turn or CLOSING_TURN, self.prefill
         )
+
+    @property
+    def counted_tools(self) -> CountedTools:
+        """The request ``token_count`` counts: ``"native"`` for OpenAI unless told otherwise."""
+        if self.provider == "openai" and self.tools != "text":
+            return "native"
+        return "text"
 
     @property
     def budget(self) -> int | None:
@@ -221,6 +253,7 @@ class BuildKwargs(TypedDict, total=False):
     opening_turn: str | None
     closing_turn: str | None
     prefill: bool
+    tools: CountedTools | None
     options: BuildOptions
     compressors: Iterable[Compressor] | None
     """Run first, in order (see :mod:`memctx.compress`)."""

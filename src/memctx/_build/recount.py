@@ -1,8 +1,8 @@
 """The recount stage: when counts of pieces may not add up, count the messages afresh.
 
-The chars/4 estimate rounds per message, and a custom tokenizer or a renderer
-may merge text across chunks, so the sum of the chunks' counts may differ from
-the count of the messages. Then the messages are counted whole, and while that
+The chars/4 estimate rounds per message, a custom tokenizer or a renderer may
+merge text across chunks, and a native OpenAI request lays calls out its own way,
+so the sum of the chunks' counts may differ from the count of the request. Then the messages are counted whole, and while that
 comes out over the budget the oldest unpinned unit is dropped and they are
 grouped again. A build whose counts add up never runs this stage.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from memctx._build.group import Grouped, group
+from memctx._build.group import Grouped, RequestCount, group
 from memctx._build.selection import Selection
 from memctx._chunk import Chunk, ContextMessage
 from memctx._exceptions import BudgetExceededError
@@ -31,16 +31,16 @@ def recount(
     budget: int | None,
     pinned: set[int],
     units: UnitsIndex,
-    added_tokens: Callable[[list[ContextMessage]], int],
+    count: RequestCount,
 ) -> Grouped:
-    """The messages counted whole (with the ``added_tokens`` of an adapter's turns), the
-    oldest unpinned units dropped while they come out over ``budget``."""
-    token_count = tokenizer.count_messages(messages) + added_tokens(messages)
+    """The messages counted whole by ``count`` (``(tokens, exact)`` of the request they
+    stand for), the oldest unpinned units dropped while they come out over ``budget``."""
+    token_count, exact = count(messages)
     while budget is not None and token_count > budget:
         selection = _drop_oldest(selection, pinned, units, budget, token_count, tokenizer)
         messages, _ = group(selection, items, rendered, prompt_segment)
-        token_count = tokenizer.count_messages(messages) + added_tokens(messages)
-    return Grouped(tuple(messages), selection, token_count, recounted=True)
+        token_count, exact = count(messages)
+    return Grouped(tuple(messages), selection, token_count, recounted=True, exact=exact)
 
 
 def _drop_oldest(

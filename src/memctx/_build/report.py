@@ -85,6 +85,7 @@ def report(
         recounted=grouped.recounted,
         included_chunks=included_chunks,
         provider=opts.provider,
+        tools_counted=opts.counted_tools,
         turn_options=opts.turn_options,
         exclusions=Exclusions(
             StateRows(state),

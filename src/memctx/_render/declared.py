@@ -15,7 +15,13 @@ An attribute name is looked up on the chunk (``id``, ``action``, ``subtype``,
 ``role``, ``priority``, ``type``) or else on its metadata (``tool``,
 ``call_id``, ``status``, ``success``, …). ``None`` leaves the attribute out;
 a name ending in ``?`` is written ``true`` when the value is true and left
-out otherwise (a flag, such as ``error?``).
+out otherwise (a flag, such as ``error?``). ``xml=field`` writes the value of
+``field`` under the name ``xml`` (``bytes=byte_size``), and a field
+``content.key`` reads ``key`` of a JSON object content (``url=content.url``).
+
+``Element(..., content=False)`` writes the element without the chunk's
+content (for binary data or opaque tokens that must never reach a model as
+text: images, documents, redacted reasoning).
 """
 
 from __future__ import annotations
@@ -39,26 +45,39 @@ class Element:
     tag: str
     role: Role
     attributes: tuple[str, ...] = ("id",)
+    content: bool = True
+    """Whether the chunk's content is written between the tags."""
 
 
 Getter = Callable[[Chunk], Any]
 
 
+def _content_key(key: str) -> Getter:
+    def get(chunk: Chunk) -> Any:
+        content = chunk.content
+        return content.get(key) if isinstance(content, Mapping) else None
+
+    return get
+
+
 def _getter(name: str) -> tuple[str, Getter]:
     """The XML name and the value getter of attribute ``name``."""
     flag = name.endswith("?")
-    field = name.rstrip("?")
+    xml_name, _, field = name.rstrip("?").rpartition("=")
+    xml_name = xml_name or field
     source = field if field in _CHUNK_FIELDS else f"metadata.{field}"
     get: Getter = operator.attrgetter(source)
     if field == "type":
         get = operator.attrgetter("type.value")
+    elif field.startswith("content."):
+        get = _content_key(field.removeprefix("content."))
     if flag:
         plain = get
 
         def get(chunk: Chunk) -> bool | None:
             return True if plain(chunk) else None
 
-    return field, get
+    return xml_name, get
 
 
 class DeclaredRenderer:
@@ -100,13 +119,14 @@ class DeclaredRenderer:
     def render(self, chunk: Chunk) -> str:
         element, getters = self._compiled[self._key(chunk)]
         attributes: list[tuple[str, AttributeValue]] = [(n, get(chunk)) for n, get in getters]
-        return render_element(element.tag, attributes, chunk.text)
+        return render_element(element.tag, attributes, chunk.text if element.content else "")
 
     def render_prefix(self, chunk: Chunk, chars: int) -> str:
         """A prefix of :meth:`render` covering the first ``chars`` characters of the content."""
         element, getters = self._compiled[self._key(chunk)]
         attributes: list[tuple[str, AttributeValue]] = [(n, get(chunk)) for n, get in getters]
-        return render_element_prefix(element.tag, attributes, chunk.text, chars)
+        text = chunk.text if element.content else ""
+        return render_element_prefix(element.tag, attributes, text, chars)
 
     @property
     def cache_key(self) -> Hashable:

@@ -195,14 +195,18 @@ class EstimatingTokenizer(_ChatFormatMixin):
 _model_name = non_empty_str(message_error(TokenizerError))
 
 
-def create_tokenizer(model: str = "estimate") -> TiktokenTokenizer | EstimatingTokenizer:
+def create_tokenizer(model: str = "estimate") -> Tokenizer:
     """Return the tokenizer for ``model``.
 
     - OpenAI models map to their encoding as tiktoken's own model table says
       (``gpt-4o``, ``gpt-4.1``, ``gpt-5``, ``o1``/``o3``/``o4-mini`` ->
       ``o200k_base``; ``gpt-4``, ``gpt-3.5-turbo`` -> ``cl100k_base``): exact.
     - An encoding name (``cl100k_base``, ``o200k_base``): exact.
-    - ``claude-*``: ``cl100k_base`` standing in for Anthropic's tokenizer; *not* exact.
+    - ``claude-*``: with the ``memctx[claude]`` extra (``ctok``, Python 3.12+),
+      Claude's own counts for the model's tokenizer generation
+      (:class:`~memctx._render.claude_tokens.ClaudeTokenizer`; exact for the
+      generations ctok measured exact: Claude 3 to Opus 4.6, and Opus 4.7);
+      without it ``cl100k_base`` stands in, *not* exact.
     - ``estimate``: ``ceil(chars / 4)``; not exact.
 
     Unknown names raise :class:`~memctx.UnknownModelError` listing what is known.
@@ -213,7 +217,12 @@ def create_tokenizer(model: str = "estimate") -> TiktokenTokenizer | EstimatingT
     if model in BUNDLED_ENCODINGS or model in _EXTRA_ENCODINGS:
         return TiktokenTokenizer(model)
     if model.startswith("claude"):
-        return TiktokenTokenizer("cl100k_base", model=model, exact=False)
+        try:
+            from memctx._render.claude_tokens import ClaudeTokenizer
+
+            return ClaudeTokenizer(model)
+        except ImportError:  # no ctok: the stand-in
+            return TiktokenTokenizer("cl100k_base", model=model, exact=False)
     try:
         encoding = tiktoken.model.encoding_name_for_model(model)
     except KeyError:

@@ -9,9 +9,11 @@ from memctx.adapters._cache import MAX_BREAKPOINTS, ephemeral, mark_message, mar
 from memctx.adapters._checks import check_flag, checked_tool_definitions
 from memctx.adapters._conversation import (
     Call,
+    Media,
     Part,
+    Reasoning,
+    Result,
     Source,
-    Text,
     ToolMode,
     Turn,
     conversation,
@@ -27,7 +29,7 @@ DECLARED_TOOL_DESCRIPTION: Final = (
 def to_anthropic(
     source: Source,
     *,
-    tools: ToolMode = "text",
+    tools: ToolMode = "native",
     prefill: bool | None = None,
     opening_turn: str | None = None,
     closing_turn: str | None = None,
@@ -41,11 +43,19 @@ def to_anthropic(
     added before a leading assistant turn) and end with one (``closing_turn``
     is added after a final assistant turn) unless ``prefill=True``, in which
     case a final assistant turn is kept as the prefill, its trailing white
-    space removed. ``tools="native"`` sends ``tool_use`` / ``tool_result``
-    blocks (``is_error`` for failed calls); since the API refuses those blocks
-    unless the request defines the tools, ``tools`` lists
-    ``tool_definitions`` plus a minimal definition (any object as input) for
-    each other tool the history calls. Raises
+    space removed. ``tools="native"`` (the default) sends ``tool_use`` /
+    ``tool_result`` blocks (``is_error`` for failed calls); since the API
+    refuses those blocks unless the request defines the tools, ``tools``
+    lists ``tool_definitions`` plus a minimal definition (any object as
+    input) for each other tool the history calls. Native mode also sends, in
+    place: a ``thinking`` chunk with an Anthropic ``signature`` as a
+    ``thinking`` block (signature intact), a ``redacted_thinking`` chunk as a
+    ``redacted_thinking`` block, images and PDFs as ``image`` / ``document``
+    blocks (base64 or URL source); unsigned reasoning stays text. Every
+    thinking block of every turn is kept where it was (the API requires those
+    of the assistant turns of the current tool use, and ignores or uses the
+    older ones by model). ``tools="text"``: every chunk as its XML text.
+    Raises
     :class:`~memctx.EmptyContextError` when there is no user or assistant turn.
 
     The added turns: a result built with ``provider="anthropic"`` (or
@@ -108,22 +118,49 @@ def to_anthropic(
 
 
 def _message(turn: Turn, *, native: bool) -> dict[str, Any]:
-    if not native or all(isinstance(p, Text) for p in turn.parts):
-        text = "".join(p.text for p in turn.parts if isinstance(p, Text))
-        return {"role": turn.role, "content": text}
-    return {"role": turn.role, "content": [_block(p) for p in turn.parts]}
+    blocks = [_block(p) for p in turn.parts]
+    if not native or all(b["type"] == "text" for b in blocks):
+        return {"role": turn.role, "content": "".join(b["text"] for b in blocks)}
+    merged: list[dict[str, Any]] = []
+    for block in blocks:  # text parts that stayed text join their neighbours
+        if block["type"] == "text" and merged and merged[-1]["type"] == "text":
+            merged[-1] = {"type": "text", "text": merged[-1]["text"] + block["text"]}
+        else:
+            merged.append(block)
+    return {"role": turn.role, "content": merged}
 
 
 def _block(part: Part) -> dict[str, Any]:
-    if isinstance(part, Text):
-        return {"type": "text", "text": part.text}
     if isinstance(part, Call):
         return {"type": "tool_use", "id": part.id, "name": part.name, "input": part.arguments}
+    if isinstance(part, Reasoning) and part.anthropic_signed:
+        if part.redacted:
+            return {"type": "redacted_thinking", "data": part.chunk.content}
+        meta = part.chunk.metadata
+        return {"type": "thinking", "thinking": part.chunk.content, "signature": meta.signature}
+    if isinstance(part, Media):
+        return _media_block(part)
+    if not isinstance(part, Result):
+        return {"type": "text", "text": part.text}
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": part.id}
     if part.output:
         block["content"] = part.output
     if part.is_error:
         block["is_error"] = True
+    return block
+
+
+def _media_block(part: Media) -> dict[str, Any]:
+    source: dict[str, Any]
+    if part.url is not None:
+        source = {"type": "url", "url": part.url}
+    else:
+        source = {"type": "base64", "media_type": part.media_type, "data": part.data}
+    if part.is_image:
+        return {"type": "image", "source": source}
+    block = {"type": "document", "source": source}
+    if part.chunk.metadata.title is not None:
+        block["title"] = part.chunk.metadata.title
     return block
 
 

@@ -114,5 +114,8 @@ def mark_message(message: dict[str, Any]) -> None:
     content = message["content"]
     if isinstance(content, str):
         message["content"] = [{"type": "text", "text": content, "cache_control": ephemeral()}]
-    else:
-        content[-1] = {**content[-1], "cache_control": ephemeral()}
+    else:  # thinking blocks take no mark: the last block that is not one
+        for index in range(len(content) - 1, -1, -1):
+            if content[index]["type"] not in ("thinking", "redacted_thinking"):
+                content[index] = {**content[index], "cache_control": ephemeral()}
+                return

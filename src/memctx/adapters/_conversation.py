@@ -17,6 +17,12 @@ Any other call -- a pending call, one whose result was left out or filtered,
 one with several results -- stays XML text with its results, so a native call
 is never sent without all its results. In a user turn the native results come
 first (the providers want them there), then the turn's other chunks.
+
+Also in ``"native"`` mode, an image or document chunk becomes a :class:`Media`
+part and a ``thinking`` / ``redacted_thinking`` chunk a :class:`Reasoning`
+part, in place; each carries its XML segment too, so an adapter whose API
+cannot take it sends that text instead (see ``docs/providers-fidelity.md``).
+A call whose arguments are ``None`` is sent with an empty object.
 """
 
 from __future__ import annotations
@@ -67,7 +73,58 @@ class Result:
     is_error: bool
 
 
-Part: TypeAlias = Text | Call | Result
+@attrs.frozen
+class Media:
+    """An image or document chunk (``chunk.action``), with its XML placeholder as ``text``."""
+
+    chunk: Chunk
+    text: str
+
+    @property
+    def is_image(self) -> bool:
+        return self.chunk.action == "image"
+
+    @property
+    def url(self) -> str | None:
+        """The chunk's URL, or None when it holds data."""
+        found = self.chunk.content.get("url")
+        return None if found is None else str(found)
+
+    @property
+    def data(self) -> str:
+        """The base64 data (only for a chunk that holds data)."""
+        return str(self.chunk.content["data"])
+
+    @property
+    def media_type(self) -> str:
+        return self.chunk.metadata.media_type or "application/octet-stream"
+
+
+@attrs.frozen
+class Reasoning:
+    """A ``thinking`` or ``redacted_thinking`` chunk, with its XML as ``text``."""
+
+    chunk: Chunk
+    text: str
+
+    @property
+    def redacted(self) -> bool:
+        return self.chunk.subtype == "REDACTED_THINKING"
+
+    @property
+    def anthropic_signed(self) -> bool:
+        """Whether Anthropic takes it back as a block: redacted, or signed by Anthropic (a
+        signature without an OpenAI ``reasoning_id``)."""
+        meta = self.chunk.metadata
+        return self.redacted or (meta.signature is not None and meta.reasoning_id is None)
+
+
+Part: TypeAlias = Text | Call | Result | Media | Reasoning
+
+
+def part_text(part: Part) -> str:
+    """The XML text a part stands for when sent as text (a call's or result's: none)."""
+    return part.text if isinstance(part, Text | Media | Reasoning) else ""
 
 
 @attrs.frozen
@@ -204,13 +261,12 @@ def conversation(
         if system_only and system:
             return Conversation(system, (), ToolMapping())
         raise EmptyContextError(provider, empty_reason(source))
-    if tools == "text":
+    if tools == "text" or not isinstance(source, BuildResult):
+        # Messages given without their result hold no chunks: their text is all there is.
         if alternate and not isinstance(source, BuildResult):
             return Conversation(system, _alternating(body, provider), ToolMapping())
         turns = tuple(Turn(_turn_role(m.role), (Text(m.content),)) for m in body)
         return Conversation(system, turns, ToolMapping())
-    if not isinstance(source, BuildResult):
-        raise AdapterError("tools='native' needs the ContextBuildResult (it holds the chunks)")
     return _native(system, body, source.included_chunks)
 
 
@@ -220,6 +276,8 @@ def _turn_role(role: Role) -> Literal["user", "assistant"]:
 
 def _plain(chunk: Chunk) -> Any:
     content = chunk.content
+    if content is None:
+        return {}  # a call without arguments: every provider takes an empty object
     return content if isinstance(content, str) else _clean(json.loads(chunk.text))
 
 
@@ -303,25 +361,47 @@ def _native_pairs(cuts: list[_Cut]) -> dict[str, tuple[Call, Result]]:
     return native
 
 
+def _special(chunk: Chunk) -> type[Media] | type[Reasoning] | None:
+    """The part a chunk becomes in native mode besides calls and results (None: text)."""
+    if chunk.type is ChunkType.AGENT and chunk.action in ("image", "document"):
+        if isinstance(chunk.content, Mapping) and (
+            "data" in chunk.content or "url" in chunk.content
+        ):
+            return Media
+    elif chunk.type is ChunkType.WORKING_FLOW and chunk.subtype in (
+        "THINKING",
+        "REDACTED_THINKING",
+    ):
+        return Reasoning
+    return None
+
+
 def _native_turn(cut: _Cut, native: Mapping[str, tuple[Call, Result]]) -> Turn:
-    """One turn: native results first, then text and calls in order."""
+    """One turn: native results first, then text, calls, media and reasoning in order."""
     role = _turn_role(cut.message.role)
-    if cut.chunks is None or cut.segments is None or not any(c.id in native for c in cut.chunks):
+    if (
+        cut.chunks is None
+        or cut.segments is None
+        or not any(c.id in native or _special(c) for c in cut.chunks)
+    ):
         return Turn(role, (Text(cut.message.content),))
     front: list[Part] = []
     parts: list[Part] = []
     text: list[str] = []
     for chunk, segment in zip(cut.chunks, cut.segments, strict=True):
         pair = native.get(chunk.id)
-        if pair is None:
+        special = _special(chunk) if pair is None else None
+        if pair is None and special is None:
             text.append(segment)
             continue
         if text:
             parts.append(Text("".join(text)))
             text = []
-        if chunk is pair[0].chunk:
+        if special is not None:
+            parts.append(special(chunk, segment))
+        elif pair is not None and chunk is pair[0].chunk:
             parts.append(pair[0])
-        else:
+        elif pair is not None:
             front.append(pair[1])
     if text:
         parts.append(Text("".join(text)))
@@ -339,6 +419,14 @@ def _native(system: str, body: list[ContextMessage], included: Sequence[Chunk]) 
     )
     turns = tuple(_native_turn(cut, native) for cut in cuts)
     return Conversation(system, turns, mapping)
+
+
+def native_conversation(
+    messages: Sequence[ContextMessage], chunks: Sequence[Chunk]
+) -> Conversation:
+    """The native conversation of built ``messages`` holding ``chunks`` (none may be empty)."""
+    system = "".join(m.content for m in messages if m.role == "system")
+    return _native(system, [m for m in messages if m.role != "system"], chunks)
 
 
 def tool_mapping(result: BuildResult) -> ToolMapping:

@@ -7,14 +7,14 @@ from typing import Any
 
 from memctx._exceptions import AdapterError
 from memctx.adapters._checks import config_mapping
-from memctx.adapters._conversation import Call, Part, Source, Text, ToolMode, conversation
+from memctx.adapters._conversation import Call, Media, Part, Result, Source, ToolMode, conversation
 from memctx.adapters._turns import turn_options
 
 
 def to_gemini(
     source: Source,
     *,
-    tools: ToolMode = "text",
+    tools: ToolMode = "native",
     prefill: bool | None = None,
     opening_turn: str | None = None,
     closing_turn: str | None = None,
@@ -28,9 +28,12 @@ def to_gemini(
     system message in the build raises :class:`~memctx.AdapterError`). Like
     Anthropic's, the contents start with a user turn and end with one unless
     ``prefill=True`` (``opening_turn`` / ``closing_turn`` are added where
-    needed). ``tools="native"`` sends
-    ``function_call`` / ``function_response`` parts (the response is
-    ``{"output": text}``, or ``{"error": text}`` for a failed call). Raises
+    needed). ``tools="native"`` (the default) sends ``function_call`` /
+    ``function_response`` parts (the response is ``{"output": text}``, or
+    ``{"error": text}`` for a failed call), images and PDFs as
+    ``inline_data`` (data) or ``file_data`` (URL) parts; reasoning stays
+    text (Gemini's thought signatures are its own). ``tools="text"``: every
+    chunk as its XML text. Raises
     :class:`~memctx.EmptyContextError` when there is no user or model turn.
     The added turns follow the same rule as :func:`to_anthropic`'s: a result
     built with ``provider="gemini"`` (or ``"anthropic"``) sends the turns it
@@ -48,7 +51,7 @@ def to_gemini(
         contents.append({"role": "user", "parts": [{"text": added.opening}]})
     for turn in talk.turns:
         role = "model" if turn.role == "assistant" else "user"
-        contents.append({"role": role, "parts": [_part(p) for p in turn.parts]})
+        contents.append({"role": role, "parts": _parts(turn.parts)})
     if added.closing is not None:
         contents.append({"role": "user", "parts": [{"text": added.closing}]})
     else:
@@ -65,12 +68,27 @@ def to_gemini(
     return {"contents": contents, "config": merged}
 
 
+def _parts(parts: tuple[Part, ...]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for part in parts:
+        found = _part(part)
+        if "text" in found and out and "text" in out[-1]:
+            out[-1] = {"text": out[-1]["text"] + found["text"]}
+        else:
+            out.append(found)
+    return out
+
+
 def _part(part: Part) -> dict[str, Any]:
-    if isinstance(part, Text):
-        return {"text": part.text}
+    if isinstance(part, Media):
+        if part.url is not None:
+            return {"file_data": {"file_uri": part.url, "mime_type": part.media_type}}
+        return {"inline_data": {"mime_type": part.media_type, "data": part.data}}
     if isinstance(part, Call):
         call = {"id": part.id, "name": part.name, "args": part.arguments}
         return {"function_call": call}
+    if not isinstance(part, Result):
+        return {"text": part.text}
     key = "error" if part.is_error else "output"
     response = {"id": part.id, "name": part.name, "response": {key: part.output}}
     return {"function_response": response}

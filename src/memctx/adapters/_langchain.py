@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from memctx.adapters._conversation import Call, Result, Source, Text, ToolMode, conversation
+from memctx.adapters._conversation import (
+    Call,
+    Media,
+    Part,
+    Result,
+    Source,
+    ToolMode,
+    conversation,
+    part_text,
+)
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
@@ -21,14 +31,17 @@ def require_langchain() -> Any:
     return messages
 
 
-def to_langchain(source: Source, *, tools: ToolMode = "text") -> list[BaseMessage]:
+def to_langchain(source: Source, *, tools: ToolMode = "native") -> list[BaseMessage]:
     """``SystemMessage``, ``HumanMessage``, ``AIMessage`` (and ``ToolMessage``) objects.
 
-    ``tools="native"``: natively sendable calls become the ``AIMessage``'s
-    ``tool_calls`` and each result a ``ToolMessage`` (``status="error"`` for
-    a failed call) right after it, with the ids and names of
-    :func:`memctx.adapters.tool_mapping`. No turn is added: LangChain passes
-    the messages to whichever provider you call. Raises
+    ``tools="native"`` (the default): natively sendable calls become the
+    ``AIMessage``'s ``tool_calls`` and each result a ``ToolMessage``
+    (``status="error"`` for a failed call) right after it, with the ids and
+    names of :func:`memctx.adapters.tool_mapping`; images and PDFs become
+    LangChain's standard ``image`` / ``file`` content blocks (langchain-core
+    1.x) of the ``HumanMessage``; reasoning stays text. ``tools="text"``:
+    every chunk as its XML text. No turn is added: LangChain passes the
+    messages to whichever provider you call. Raises
     :class:`~memctx.EmptyContextError` when there is no message at all.
     """
     lc = require_langchain()
@@ -37,7 +50,7 @@ def to_langchain(source: Source, *, tools: ToolMode = "text") -> list[BaseMessag
     if talk.system:
         out.append(lc.SystemMessage(content=talk.system))
     for turn in talk.turns:
-        text = "".join(p.text for p in turn.parts if isinstance(p, Text))
+        body = [p for p in turn.parts if not isinstance(p, Result | Call)]
         for result in (p for p in turn.parts if isinstance(p, Result)):
             out.append(
                 lc.ToolMessage(
@@ -53,7 +66,28 @@ def to_langchain(source: Source, *, tools: ToolMode = "text") -> list[BaseMessag
                 for p in turn.parts
                 if isinstance(p, Call)
             ]
+            text = "".join(part_text(p) for p in body)
             out.append(lc.AIMessage(content=text, tool_calls=calls))
-        elif text:
-            out.append(lc.HumanMessage(content=text))
+        elif body:
+            out.append(lc.HumanMessage(content=_content(body)))
     return out
+
+
+def _content(parts: Sequence[Part]) -> Any:
+    if not any(isinstance(p, Media) for p in parts):
+        return "".join(part_text(p) for p in parts)
+    blocks: list[dict[str, Any]] = []
+    for part in parts:
+        if isinstance(part, Media):
+            block: dict[str, Any] = {"type": "image" if part.is_image else "file"}
+            if part.url is not None:
+                block["url"] = part.url
+            else:
+                block["base64"] = part.data
+            block["mime_type"] = part.media_type
+            blocks.append(block)
+        elif blocks and blocks[-1]["type"] == "text":
+            blocks[-1]["text"] += part_text(part)
+        else:
+            blocks.append({"type": "text", "text": part_text(part)})
+    return blocks

@@ -17,6 +17,7 @@ the "JSON output" table of docs/cli.md.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -157,12 +158,27 @@ _BUILD_OPTIONS = (
         help="With --provider anthropic|gemini: keep a final assistant turn as the prefill "
         "(no closing turn).",
     ),
+    click.option(
+        "--tools",
+        type=choice(("native", "text")),
+        default="native",
+        show_default=True,
+        help="The request form --format openai|responses|anthropic|gemini prints: native "
+        "tool calls, media and signed reasoning, or every chunk as XML text (with "
+        "--provider openai, also the form token_count counts).",
+    ),
     format_option(
         "text",
         "json",
         "openai",
+        "responses",
+        "anthropic",
+        "gemini",
         help="text: the messages, readable; openai: chat-completions messages (JSON); "
-        "json: {messages: [{role, content, chunk_ids}], token_count, token_count_exact, "
+        "responses: Responses API input items (JSON); anthropic: Messages API arguments "
+        "{system, messages, tools} (JSON); gemini: generate_content arguments {contents, "
+        "config} (JSON); the request formats build for their provider unless --provider "
+        "says it; json: {messages: [{role, content, chunk_ids}], token_count, token_count_exact, "
         "tokenizer, max_tokens, reserve_tokens, strategy, included_chunk_ids, "
         "excluded_chunk_ids, exclusions: {id: {reason, tokens}}, chunk_tokens, "
         "replaced_characters}.",
@@ -188,6 +204,7 @@ BUILD_OPTION_NAMES = frozenset(
         "opening_turn",
         "closing_turn",
         "prefill",
+        "tools",
     }
 )
 
@@ -197,11 +214,50 @@ def all_build_options(func: F) -> F:
 
     The command receives the options as keyword arguments named after the
     :class:`~memctx.BuildOptions` fields, and ``output_format``; pass them
-    through :func:`build_kwargs`.
+    through :func:`build_kwargs`. A request format (``openai``, ``responses``,
+    ``anthropic``, ``gemini``) builds for its provider unless ``--provider`` is
+    given (a different one is a usage error); ``output_format`` then carries
+    the ``--tools`` form to print (:class:`RequestFormat`).
     """
+
+    @functools.wraps(func)
+    def command(*args: Any, **params: Any) -> Any:
+        chosen = params.get("output_format")
+        target = REQUEST_PROVIDERS.get(chosen or "")
+        if target is not None:
+            given = params.get("provider")
+            if given is None:
+                params["provider"] = target
+            elif given != target:
+                raise click.UsageError(
+                    f"--format {chosen} builds for {target}, not --provider {given}"
+                )
+            params["output_format"] = RequestFormat(str(chosen), params.get("tools", "native"))
+        return func(*args, **params)
+
     for option in reversed(_BUILD_OPTIONS):
-        func = option(func)
-    return func
+        command = option(command)
+    return command  # type: ignore[return-value]
+
+
+REQUEST_PROVIDERS = {
+    "openai": "openai",
+    "responses": "openai",
+    "anthropic": "anthropic",
+    "gemini": "gemini",
+}
+"""The request formats of ``--format`` and the provider each builds for."""
+
+
+class RequestFormat(str):
+    """A request ``--format`` (a string) with the ``--tools`` form to print."""
+
+    tools: str
+
+    def __new__(cls, name: str, tools: str) -> RequestFormat:
+        made = super().__new__(cls, name)
+        made.tools = tools
+        return made
 
 
 # The first five options, with the model as ``model``: what commands written before every
@@ -239,6 +295,9 @@ def build_kwargs(params: dict[str, Any]) -> dict[str, Any]:
     from memctx._render.tokens import create_tokenizer
 
     kwargs = {name: params.pop(name) for name in BUILD_OPTION_NAMES if name in params}
+    tools = kwargs.pop("tools", None)
+    if kwargs.get("provider") == "openai" and tools is not None:
+        kwargs["tools"] = tools  # an OpenAI build counts the form it sends
     kwargs["tokenizer"] = create_tokenizer(kwargs.get("tokenizer") or "estimate")
     kwargs["include_only_chunk_ids"] = kwargs.get("include_only_chunk_ids") or None
     kwargs["pinned_chunk_ids"] = tuple(kwargs.get("pinned_chunk_ids") or ())
@@ -271,13 +330,21 @@ def result_to_json(result: ContextBuildResult) -> dict[str, Any]:
 
 
 def print_build_result(result: ContextBuildResult, output_format: str) -> None:
-    """Messages to stdout as ``text``, ``openai`` or ``json``; the summary to stderr."""
+    """Messages to stdout as ``text``, ``json`` or a provider's request (``openai``,
+    ``responses``, ``anthropic``, ``gemini``: JSON); the summary to stderr."""
     from memctx.cli._support import dumps_json, note
 
+    tools = getattr(output_format, "tools", "native")
     if output_format == "text":
         click.echo(result.to_text())
     elif output_format == "openai":
-        click.echo(dumps_json(result.to_openai()))
+        click.echo(dumps_json(result.to_openai(tools=tools)))
+    elif output_format == "responses":
+        click.echo(dumps_json(result.to_responses(tools=tools)))
+    elif output_format == "anthropic":
+        click.echo(dumps_json(result.to_anthropic(tools=tools)))
+    elif output_format == "gemini":
+        click.echo(dumps_json(result.to_gemini(tools=tools)))
     else:
         click.echo(dumps_json(result_to_json(result)))
     note(result.summary())

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 import attrs
 
 from memctx._chunk import Chunk, ChunkType
 from memctx._exceptions import CompressionError
+from memctx._json import dumps
+from memctx._render.media import is_opaque
 from memctx._state import MemoryState
 from memctx._units import history_shape
 
@@ -28,9 +30,10 @@ DEFAULT_MAX_CHARS: Final = 4000
 _OUTPUT_ACTIONS: Final = frozenset({"tool_result", "skill_result"})
 
 
-def derived_chunk(chunk: Chunk, text: str, kind: str) -> Chunk:
-    """A new chunk standing for ``chunk``, with ``text`` as its content."""
-    digest = hashlib.sha256(f"{chunk.id}\0{kind}\0{text}".encode()).hexdigest()[:10]
+def derived_chunk(chunk: Chunk, text: Any, kind: str) -> Chunk:
+    """A new chunk standing for ``chunk``, with ``text`` (or a JSON value) as its content."""
+    shown = text if isinstance(text, str) else dumps(text)
+    digest = hashlib.sha256(f"{chunk.id}\0{kind}\0{shown}".encode()).hexdigest()[:10]
     metadata = attrs.evolve(chunk.metadata, derived_from=(chunk.id,))
     return attrs.evolve(chunk, id=f"{chunk.id}.{kind}-{digest}", content=text, metadata=metadata)
 
@@ -113,14 +116,79 @@ def preview_text(text: str, max_chars: int) -> str:
     return f"{text[:head]}\n[memctx: trimmed {left_out:,} of {len(text):,} characters]\n{end}"
 
 
+_JSON_CUT: Final = re.compile(r"\[memctx: cut [\d,]+ of [\d,]+ characters\]\Z")
+
+
+def _cut_strings(value: Any, cap: int) -> Any:
+    """``value`` with every string longer than ``cap`` (and worth cutting) cut, marked."""
+    if isinstance(value, str):
+        if len(value) <= cap:
+            return value
+        cut = f"{value[:cap]}…[memctx: cut {len(value) - cap:,} of {len(value):,} characters]"
+        return cut if len(cut) < len(value) else value
+    if isinstance(value, Mapping):
+        return {key: _cut_strings(item, cap) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_cut_strings(item, cap) for item in value]
+    return value
+
+
+def _has_json_cut(value: Any) -> bool:
+    if isinstance(value, str):
+        return _JSON_CUT.search(value) is not None
+    if isinstance(value, Mapping):
+        return any(_has_json_cut(item) for item in value.values())
+    if isinstance(value, list | tuple):
+        return any(_has_json_cut(item) for item in value)
+    return False
+
+
+def _longest_string(value: Any) -> int:
+    if isinstance(value, str):
+        return len(value)
+    items = value.values() if isinstance(value, Mapping) else value
+    if isinstance(value, Mapping | list | tuple):
+        return max((_longest_string(item) for item in items), default=0)
+    return 0
+
+
+def shortened_arguments(arguments: Mapping[str, Any], max_chars: int) -> Any:
+    """A call's arguments as a JSON object of at most ``max_chars`` characters (serialised)
+    where cutting long strings can make it so: each string longer than one cap is cut to
+    it and marked, the cap as high as fits; keys and other values are kept."""
+    low, high = 0, _longest_string(arguments)
+    best = _cut_strings(arguments, 0)
+    while low <= high:  # the longest cap whose result fits
+        cap = (low + high) // 2
+        candidate = _cut_strings(arguments, cap)
+        if len(dumps(candidate)) <= max_chars:
+            best, low = candidate, cap + 1
+        else:
+            high = cap - 1
+    return best
+
+
+def _is_call_object(chunk: Chunk) -> bool:
+    return (
+        chunk.type is ChunkType.WORKFLOW
+        and chunk.action in ("tool_call", "skill_call")
+        and isinstance(chunk.content, Mapping)
+    )
+
+
 @attrs.frozen
 class MaxChars:
     """Cap each chunk's content at ``n`` characters, visibly.
 
     A longer content keeps its first ``n`` characters, followed by a line
     saying how many characters were cut (the new content is text; a JSON
-    content is cut in its serialised form). Protected chunks are left
-    whole, and so is a cut made before (compressing again changes nothing).
+    content is cut in its serialised form). A tool or skill call whose
+    arguments are a JSON object stays one (so it is still sent as a native
+    call): its longest strings are cut, each marked, until the object fits
+    (or every string is as short as a cut makes it). Protected chunks are
+    left whole, and so are images, documents and signed or redacted
+    reasoning (a cut would break them), and a cut made before (compressing
+    again changes nothing).
     """
 
     n: int = DEFAULT_MAX_CHARS
@@ -136,10 +204,14 @@ class MaxChars:
         shape = history_shape(state.chunks)
         replacements = {}
         for position, chunk in enumerate(state.chunks):
-            if position in shape.protected:
+            if position in shape.protected or is_opaque(chunk):
                 continue
             text = chunk.text
-            if len(text) > self.n and not _cut_already(text, self.n):
+            if _is_call_object(chunk):
+                if len(text) > self.n and not _has_json_cut(chunk.content):
+                    arguments = shortened_arguments(chunk.content, self.n)
+                    replacements[position] = derived_chunk(chunk, arguments, "cut")
+            elif len(text) > self.n and not _cut_already(text, self.n):
                 replacements[position] = derived_chunk(chunk, cut_text(text, self.n), "cut")
         return _replace_some(state, replacements)
 

@@ -199,7 +199,10 @@ class ExtractiveSummarizer:
         for chunk in chunks:
             meta = chunk.metadata
             kind = (chunk.type, chunk.role, chunk.action, chunk.subtype)
-            if chunk.type is ChunkType.AGENT and chunk.role == "user":
+            if chunk.type is ChunkType.AGENT and chunk.action in ("image", "document"):
+                shown = meta.title or chunk.content.get("url") or meta.media_type
+                s.requests.append(f"- ({chunk.action} given: {shown})")  # never its data
+            elif chunk.type is ChunkType.AGENT and chunk.role == "user":
                 if not s.goal:
                     s.goal.extend(self._goal(chunk.text))
                 else:

@@ -6,8 +6,16 @@
 with a role it does not know are never dropped silently: by default they are
 kept as ``CUSTOM`` chunks (kind ``openai_<role>``) and listed in the report;
 with ``unknown_roles="error"`` they raise :class:`~memctx.TranscriptError`.
-:func:`load_anthropic_messages` reads Anthropic Messages API conversations
-and :func:`from_langchain` LangChain message objects.
+:func:`load_anthropic_messages` reads Anthropic Messages API conversations,
+:func:`load_responses_items` the ``input`` (or ``output``) items of the OpenAI
+Responses API, and :func:`from_langchain` LangChain message objects.
+
+Images and PDFs (OpenAI ``image_url`` / ``file`` parts, Responses
+``input_image`` / ``input_file``, Anthropic ``image`` / ``document`` blocks)
+become image and document chunks (data given inline needs Pillow, the
+``memctx[images]`` extra); reasoning keeps what proves its origin: Anthropic
+``thinking`` blocks their ``signature``, ``redacted_thinking`` its data,
+Responses ``reasoning`` items their ``id`` and ``encrypted_content``.
 
 Every importer pins the first user message (``pin_task=True``): it is the
 task, and a budgeted build then keeps it, so the window never opens on an
@@ -19,7 +27,7 @@ none does (a build keeps pending calls, and the report lists their ids).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from memctx import chunks
 from memctx._chunk import Chunk
@@ -30,7 +38,9 @@ from memctx._state import MemoryState
 from memctx._validators import describe
 from memctx.importers._anthropic import load_anthropic_messages
 from memctx.importers._langchain import from_langchain
+from memctx.importers._media import media_part
 from memctx.importers._report import ImportReport, first_user_pinned
+from memctx.importers._responses import load_responses_items
 
 __all__ = [
     "ImportReport",
@@ -38,6 +48,7 @@ __all__ = [
     "import_openai_messages",
     "load_anthropic_messages",
     "load_openai_transcript",
+    "load_responses_items",
 ]
 
 
@@ -67,6 +78,36 @@ def _content_text(content: Any, index: int) -> str:
         f"content must be a string, a list of parts or null, got {describe(content)}",
         index=index,
     )
+
+
+_MEDIA_PARTS: Final = ("image_url", "file", "input_image", "input_file")
+
+
+def _user_chunks(content: Any, base: str, index: int) -> list[Chunk]:
+    """A user message's chunks: its text, and an image or document chunk per media part
+    (``image_url`` / ``file``), in order."""
+    if not isinstance(content, list) or not any(
+        isinstance(p, Mapping) and p.get("type") in _MEDIA_PARTS for p in content
+    ):
+        return [chunks.user(_content_text(content, index), id=base)]
+    out: list[Chunk] = []
+    run: list[Any] = []
+
+    def flush(position: int) -> None:
+        if run:
+            chunk_id = base if not out else f"{base}_part{position}"
+            out.append(chunks.user(_content_text(run, index), id=chunk_id))
+            run.clear()
+
+    for position, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        if kind not in _MEDIA_PARTS:
+            run.append(part)
+            continue
+        flush(position)
+        out.append(media_part(part, f"{base}_part{position}"))
+    flush(len(content))
+    return out
 
 
 def _arguments(raw: Any) -> Any:
@@ -132,7 +173,7 @@ def import_openai_messages(
             if role in ("system", "developer"):
                 result.append(chunks.system(text, id=base))
             elif role == "user":
-                result.append(chunks.user(text, id=base))
+                result += _user_chunks(message.get("content"), base, index)
             elif role == "assistant":
                 calls = message.get("tool_calls") or []
                 if not isinstance(calls, list):

@@ -10,6 +10,7 @@ from memctx import chunks
 from memctx._chunk import Chunk
 from memctx._exceptions import InvalidChunkError, TranscriptError
 from memctx._state import MemoryState
+from memctx.importers._media import from_url, media_chunk
 from memctx.importers._report import ImportReport, first_user_pinned
 
 
@@ -45,11 +46,14 @@ def load_anthropic_messages(
     text blocks) becomes one ``system`` chunk (id ``system``). Each message's
     content is a string (one chunk, id ``msg<index>``) or a list of blocks
     (one chunk per block, id ``msg<index>_<k>``): ``text`` becomes ``user``
-    or ``assistant``, ``thinking`` becomes ``thinking``, ``tool_use`` a
+    or ``assistant``, ``thinking`` becomes ``thinking`` (its ``signature``
+    kept), ``redacted_thinking`` a ``redacted_thinking`` chunk, a user's
+    ``image`` / ``document`` block (base64 or URL source) an image or
+    document chunk, ``tool_use`` a
     ``tool_call`` (``call_id`` = its ``id``; ``pending`` when no result
     answers it), ``tool_result`` the ``tool_result`` of that call
-    (``tool_error`` with ``is_error``). Other blocks (images, documents, ...)
-    are kept as ``CUSTOM`` chunks (kind ``anthropic_<type>``) holding the
+    (``tool_error`` with ``is_error``). Other blocks (files by id, search
+    results, ...) are kept as ``CUSTOM`` chunks (kind ``anthropic_<type>``) holding the
     block's JSON and listed in the report's ``unknown_blocks``. The first
     user message is pinned unless ``pin_task=False``.
     """
@@ -115,6 +119,19 @@ def _text_chunk(role: str, text: str, chunk_id: str) -> Chunk:
     return chunks.assistant(text, id=chunk_id)
 
 
+def _media(kind: str, block: Mapping[str, Any], chunk_id: str) -> Chunk:
+    source = block.get("source")
+    if not isinstance(source, Mapping):
+        raise InvalidChunkError("source", f"an {kind} block needs a 'source' object")
+    title = block.get("title")
+    if source.get("type") == "url":
+        return from_url(kind, source.get("url"), chunk_id, title=title)
+    if source.get("type") == "base64":
+        media_type = source.get("media_type")
+        return media_chunk(kind, source.get("data"), media_type, chunk_id, title=title)
+    raise InvalidChunkError("source", f"type {source.get('type')!r} cannot be imported")
+
+
 def _block(
     role: str, block: Any, chunk_id: str, index: int, names: dict[str, str], answered: set[Any]
 ) -> Chunk:
@@ -124,7 +141,14 @@ def _block(
     if kind == "text":
         return _text_chunk(role, str(block.get("text", "")), chunk_id)
     if kind == "thinking":
-        return chunks.thinking(str(block.get("thinking", "")), id=chunk_id)
+        signature = block.get("signature") or None
+        return chunks.thinking(str(block.get("thinking", "")), signature, id=chunk_id)
+    if kind == "redacted_thinking":
+        return chunks.redacted_thinking(str(block.get("data") or ""), id=chunk_id)
+    source = block.get("source")
+    sourced = isinstance(source, Mapping) and source.get("type") in ("base64", "url")
+    if kind in ("image", "document") and role == "user" and sourced:  # not files by id
+        return _media(kind, block, chunk_id)
     if kind == "tool_use":
         call_id, name = block.get("id"), block.get("name")
         if not isinstance(call_id, str) or not call_id or not isinstance(name, str):

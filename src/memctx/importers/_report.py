@@ -27,7 +27,7 @@ def first_user_pinned(chunks: Sequence[Chunk]) -> list[Chunk]:
     """``chunks`` with the first user message pinned (the task of the conversation)."""
     out = list(chunks)
     for position, chunk in enumerate(out):
-        if chunk.type is ChunkType.AGENT and chunk.role == "user":
+        if chunk.type is ChunkType.AGENT and chunk.role == "user" and chunk.action is None:
             if not chunk.pinned:
                 metadata = attrs.evolve(chunk.metadata, pinned=True)
                 out[position] = attrs.evolve(chunk, metadata=metadata)

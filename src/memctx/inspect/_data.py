@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from memctx._chunk import Chunk, ChunkType
 from memctx._exceptions import InspectError, RendererError
+from memctx._render.media import is_opaque
 from memctx._render.prefix import shared_prefix_tokens
 from memctx._state import MemoryState
 from memctx.inspect._types import ChunkXml
@@ -108,7 +109,7 @@ def chunk_rows(
             exclusion = exclusions[chunk.id]
             status = str(exclusion.reason)
             tokens = exclusion.tokens if exclusion.tokens is not None else tokens
-        content = chunk.text
+        content = xml if is_opaque(chunk) else chunk.text  # never a page of base64
         key = unit_key(chunk)
         unit = None
         if key is not None:
