@@ -24,6 +24,7 @@ UnitKey = tuple[str, str]
 _CALL_ACTIONS = frozenset({"tool_call", "skill_call"})
 _RESULT_ACTIONS = frozenset({"tool_result", "skill_result"})
 _DELEGATION_ACTIONS = frozenset({"spawn_subagent", "subagent_result"})
+_MEDIA_ACTIONS = frozenset({"image", "document"})
 
 
 def unit_role(chunk: Chunk) -> tuple[UnitKey, bool] | None:
@@ -50,6 +51,7 @@ class UnitsIndex:
     __slots__ = (
         "cut_blocked",
         "length",
+        "media",
         "members",
         "openers",
         "pending",
@@ -66,6 +68,7 @@ class UnitsIndex:
         self.members: dict[UnitKey, list[int]] = {}
         self.openers: dict[UnitKey, int] = {}
         self.pending: set[int] = set()  # openers with no result yet
+        self.media: set[int] = set()  # images and documents: their cost is not their XML's
         # cut_blocked[k] > 0: keeping chunks[k:] would split a unit.
         self.cut_blocked: array[int] = array("i")
 
@@ -81,6 +84,7 @@ class UnitsIndex:
             ChunkType.DELEGATION,
         )
         pinned_positions, system_positions = self.pinned_positions, self.system_positions
+        agent_type, media = ChunkType.AGENT, self.media
         unit_of, members, openers, pending = self.unit_of, self.members, self.openers, self.pending
         for position in range(start, length):
             chunk = chunks[position]
@@ -106,6 +110,8 @@ class UnitsIndex:
             else:
                 if ctype is system:
                     system_positions.append(position)
+                elif ctype is agent_type and chunk.action in _MEDIA_ACTIONS:
+                    media.add(position)
                 continue
             unit_of[position] = key
             if is_opener:

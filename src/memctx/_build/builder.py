@@ -130,6 +130,7 @@ class ContextBuilder:
             return self._again(last, opts, tokenizer)
         if last is not None and last.length > length:
             last = None
+        units = cache.units_index(state.shared_history, length)
         costs = ChunkCosts(
             cache,
             items,
@@ -139,12 +140,12 @@ class ContextBuilder:
             count_key,
             adds_up,
             media_provider=opts.provider,
+            media_positions=units.media,
         )
         prompt = prompt_segment(opts.system_prompt)
         prompt_tokens = tokenizer.count(prompt) if prompt else 0
 
         candidates = filter_candidates(items, length, opts, state.index_of)  # 1. filter
-        units = cache.units_index(state.shared_history, length)
         pinned = pin(candidates, units, opts, state.index_of)  # 2. pin
         model = cost_model(  # 3. cost
             costs,
@@ -191,7 +192,7 @@ class ContextBuilder:
             tokenizer.exact
             and opts.provider in (None, "openai")
             and grouped.exact
-            and (native or not _has_documents(grouped.selection, items))
+            and (native or not _has_documents(grouped.selection, items, units))
         )
         result = report(  # 7. report
             grouped,
@@ -205,6 +206,7 @@ class ContextBuilder:
             rendered=costs.rendered,
             previous=last.result if last is not None else None,
             prompt_tokens=prompt_tokens,
+            overheads=model.overhead,
         )
         memory = selected.memory
         if selected.walk is not None and not grouped.recounted:
@@ -381,9 +383,12 @@ def _media_in(messages: list[ContextMessage], costs: ChunkCosts, state: MemorySt
     return sum(costs.media(state.index_of(i)) for m in messages for i in m.chunk_ids)
 
 
-def _has_documents(selection: Selection, items: list[Chunk]) -> bool:
+def _has_documents(selection: Selection, items: list[Chunk], units: UnitsIndex) -> bool:
     """Whether a selected chunk is a document (priced by an estimate)."""
-    return any(items[p].action == "document" for p in selection.body)
+    if not units.media:
+        return False
+    chosen = set(selection.body)
+    return any(items[p].action == "document" for p in units.media if p in chosen)
 
 
 def _native_openai(state: MemoryState, tokenizer: Tokenizer) -> RequestCount:

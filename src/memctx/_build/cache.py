@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Hashable
+from collections.abc import Collection, Hashable
 from typing import Final
 
 from memctx._chunk import Chunk, ChunkType, Role
@@ -165,6 +165,7 @@ class ChunkCosts:
     __slots__ = (
         "_count",
         "_items",
+        "_media",
         "_media_provider",
         "_partial",
         "_rendered",
@@ -184,6 +185,7 @@ class ChunkCosts:
         count_key: CountKey,
         adds_up: bool,
         media_provider: str | None = None,
+        media_positions: Collection[int] | None = None,
     ) -> None:
         rendered = cache.renderings.setdefault(chain_key, {})
         tokens = cache.counts.setdefault(count_key, {})
@@ -195,11 +197,15 @@ class ChunkCosts:
         self._renderer = renderer
         self._count = tokenizer.count
         self._media_provider = media_provider
+        # Positions of images and documents (None: not known, every chunk is checked).
+        self._media = media_positions
         self.adds_up = adds_up
 
     def media(self, position: int) -> int:
         """The media cost of the chunk at ``position`` (0 for a chunk that is no image or
         document)."""
+        if self._media is not None and position not in self._media:
+            return 0
         item = self._items[position]
         if item.type is not ChunkType.AGENT or not is_media(item.action):
             return 0
@@ -232,7 +238,10 @@ class ChunkCosts:
     def known_tokens(self, position: int) -> int | None:
         """The tokens of ``position`` if they were counted (or seeded) already."""
         found = self._tokens.get(position)
-        return None if found is None else found + self.media(position)
+        media = self._media
+        if found is None or (media is not None and position not in media):
+            return found
+        return found + self.media(position)
 
     def seed(self, position: int, tokens: int) -> None:
         """Record a count known from elsewhere (a store's cache) so it is not counted again."""
@@ -244,6 +253,9 @@ class ChunkCosts:
         found = self._tokens.get(position)
         if found is None:
             found = self._tokens[position] = self._count(self.rendered(position).segment)
+        media = self._media
+        if media is not None and position not in media:
+            return found
         return found + self.media(position)
 
     def measure_within(self, position: int, limit: int) -> int | None:

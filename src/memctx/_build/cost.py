@@ -21,7 +21,8 @@ from memctx._render.segments import SEPARATOR
 from memctx.typing import Tokenizer
 
 Overheads = dict[str, int]
-"""``priming`` (once per request) and the per-message overhead of each role."""
+"""``priming`` (once per request), the per-message overhead of each role, and each
+role's own tokens (``name:ROLE``)."""
 
 
 @attrs.define
@@ -46,6 +47,7 @@ def message_overheads(tokenizer: Tokenizer) -> Overheads:
     overhead = {"priming": priming}
     for role in ("system", "user", "assistant"):
         overhead[role] = tokenizer.count_messages([{"role": role, "content": ""}]) - priming
+        overhead[f"name:{role}"] = tokenizer.count(role)
     return overhead
 
 

@@ -47,6 +47,7 @@ def report(
     rendered: Callable[[int], RenderedChunk],
     previous: ContextBuildResult | None,
     prompt_tokens: int = 0,
+    overheads: Mapping[str, int] | None = None,
 ) -> ContextBuildResult:
     """The result of a build of ``state`` whose messages are ``grouped``.
 
@@ -71,7 +72,18 @@ def report(
         count = rendered(position).replaced
         if count:
             replaced[items[position].id] = count
-    result = ContextBuildResult(
+    prefix_tokens = prefix_messages = 0
+    if previous is not None:
+        prefix_tokens, prefix_messages = shared_prefix(
+            grouped.messages,
+            previous.messages,
+            tokenizer,
+            None if grouped.recounted else chunk_tokens,
+            prompt_tokens,
+            total=_total(grouped.token_count, grouped.recounted, opts, tokenizer, overheads),
+            overheads=overheads,
+        )
+    return ContextBuildResult(
         messages=grouped.messages,
         token_count=grouped.token_count,
         token_count_exact=exact,
@@ -93,11 +105,40 @@ def report(
             left_out_filter(candidates),
             ReportDict(left_out_tokens),
         ),
+        prefix_tokens_shared=prefix_tokens,
+        prefix_messages_shared=prefix_messages,
         state=state,
     )
-    if previous is None:
-        return result
-    return shared_with(result, previous, tokenizer, prompt_tokens)
+
+
+def _total(
+    token_count: int,
+    recounted: bool,
+    opts: BuildOptions,
+    tokenizer: Tokenizer,
+    overheads: Mapping[str, int] | None,
+) -> int | None:
+    """``count_messages`` of the messages less the priming, when the build's count is
+    exactly that (the chunks' counts add up and no adapter turn is counted in)."""
+    if recounted or opts.turn_options is not None or opts.counted_tools != "text":
+        return None
+    known = overheads or {}
+    return token_count - (known["priming"] if "priming" in known else tokenizer.count_messages([]))
+
+
+def shared_prefix(
+    messages: Sequence[ContextMessage],
+    previous: Sequence[ContextMessage],
+    tokenizer: Tokenizer,
+    chunk_tokens: Mapping[str, int] | None,
+    prompt_tokens: int,
+    *,
+    total: int | None = None,
+    overheads: Mapping[str, int] | None = None,
+) -> tuple[int, int]:
+    """The tokens and the whole messages a request shares with ``previous`` at its start."""
+    shared = SharedPrefix(previous, messages, tokenizer, chunk_tokens, prompt_tokens, total, overheads)
+    return shared.tokens(), shared_messages(previous, messages)
 
 
 def shared_with(
@@ -105,23 +146,41 @@ def shared_with(
     previous: ContextBuildResult,
     tokenizer: Tokenizer,
     prompt_tokens: int,
+    overheads: Mapping[str, int] | None = None,
 ) -> ContextBuildResult:
     """``result`` reporting what its request shares with ``previous``'s (the last build of
     the same history with the same options); ``prompt_tokens`` counts the system prompt's
     segment."""
     counts = None if result.recounted else result.chunk_tokens
-    shared = SharedPrefix(previous.messages, result.messages, tokenizer, counts, prompt_tokens)
-    return attrs.evolve(
-        result,
-        prefix_tokens_shared=shared.tokens(),
-        prefix_messages_shared=shared_messages(previous.messages, result.messages),
+    total = None
+    if counts is not None and result.turn_options is None and result.tools_counted == "text":
+        known = overheads or {}
+        priming = known["priming"] if "priming" in known else tokenizer.count_messages([])
+        total = result.token_count - priming
+    tokens, messages = shared_prefix(
+        result.messages,
+        previous.messages,
+        tokenizer,
+        counts,
+        prompt_tokens,
+        total=total,
+        overheads=overheads,
     )
+    return attrs.evolve(result, prefix_tokens_shared=tokens, prefix_messages_shared=messages)
 
 
 class SharedPrefix:
     """How many leading tokens two builds' requests share."""
 
-    __slots__ = ("_chunk_tokens", "_messages", "_previous", "_prompt_tokens", "_tokenizer")
+    __slots__ = (
+        "_chunk_tokens",
+        "_messages",
+        "_previous",
+        "_prompt_tokens",
+        "_overheads",
+        "_tokenizer",
+        "_total",
+    )
 
     def __init__(
         self,
@@ -130,6 +189,8 @@ class SharedPrefix:
         tokenizer: Tokenizer,
         chunk_tokens: Mapping[str, int] | None,
         prompt_tokens: int = 0,
+        total: int | None = None,
+        overheads: Mapping[str, int] | None = None,
     ) -> None:
         self._previous = previous
         self._messages = messages
@@ -137,11 +198,18 @@ class SharedPrefix:
         # Segment counts of this build's chunks when they add up to their messages'.
         self._chunk_tokens = chunk_tokens
         self._prompt_tokens = prompt_tokens
+        self._total = total
+        self._overheads = overheads
 
     def tokens(self) -> int:
         """The shared tokens, counted from the chunks' counts where they add up."""
         return shared_prefix_tokens(
-            self._messages, self._previous, self._tokenizer, self._content_tokens
+            self._messages,
+            self._previous,
+            self._tokenizer,
+            self._content_tokens,
+            total_tokens=self._total,
+            overheads=self._overheads,
         )
 
     def _content_tokens(self, message: object) -> int | None:

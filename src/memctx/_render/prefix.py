@@ -37,8 +37,11 @@ def _fields(message: Message) -> tuple[str, str]:
     return str(message["role"]), str(message["content"])
 
 
-def _common_content_tokens(a: str, b: str, tokenizer: Tokenizer, tokens_a: int | None) -> int:
-    """Leading tokens the contents ``a`` and ``b`` share; ``tokens_a`` is ``a``'s count if known."""
+def _common_content_tokens(
+    a: str, b: str, tokenizer: Tokenizer, count_a: Callable[[], int | None]
+) -> int:
+    """Leading tokens the contents ``a`` and ``b`` share; ``count_a()`` is ``a``'s count if
+    known (asked only when it saves encoding)."""
     encode = getattr(getattr(tokenizer, "encoding", None), "encode_ordinary", None)
     if callable(encode):  # a tiktoken encoding: compare the token ids themselves
         same = _common_prefix_length(a, b)
@@ -51,7 +54,8 @@ def _common_content_tokens(a: str, b: str, tokenizer: Tokenizer, tokens_a: int |
         rest_b = encode(b[start:end_b])
         # a's count less the tokens of its rest, when that is the shorter text to encode.
         rest_is_shorter = start > 0 and len(a) - start <= start
-        if rest_is_shorter and tokens_a is not None and _counts_by_encoding(tokenizer):
+        tokens_a = count_a() if rest_is_shorter and _counts_by_encoding(tokenizer) else None
+        if tokens_a is not None:
             rest_a = encode(a[start:])
             return tokens_a - len(rest_a) + _leading_equal(rest_a, rest_b)
         before = len(encode(a[:start])) if start else 0
@@ -93,12 +97,13 @@ def _whole_messages_tokens(
     tokenizer: Tokenizer,
     empty: int,
     content_tokens: Callable[[Message], int | None] | None,
+    known_overheads: Mapping[str, int] | None = None,
 ) -> int:
     """``count_messages(messages)`` without the priming, from known content counts where
     ``content_tokens`` has them: a message costs its role's overhead plus its content."""
     unknown: list[dict[str, str]] = []
     known = 0
-    overheads: dict[str, int] = {}
+    overheads: dict[str, int] = dict(known_overheads) if known_overheads else {}
     for message in messages:
         tokens = content_tokens(message) if content_tokens is not None else None
         role, content = _fields(message)
@@ -116,7 +121,12 @@ def _whole_messages_tokens(
 
 def shared_messages(messages_a: Sequence[Message], messages_b: Sequence[Message]) -> int:
     """How many leading messages of ``a`` and ``b`` are identical in role and content."""
-    return _leading_equal(map(_fields, messages_a), map(_fields, messages_b))
+    same = 0
+    for a, b in zip(messages_a, messages_b, strict=False):
+        if a is not b and _fields(a) != _fields(b):  # a rebuild reuses its messages
+            break
+        same += 1
+    return same
 
 
 def shared_prefix_tokens(
@@ -124,6 +134,9 @@ def shared_prefix_tokens(
     messages_b: Sequence[Message],
     tokenizer: Tokenizer,
     content_tokens: Callable[[Message], int | None] | None = None,
+    *,
+    total_tokens: int | None = None,
+    overheads: Mapping[str, int] | None = None,
 ) -> int:
     """Tokens at the start of request ``a`` that request ``b`` begins with too.
 
@@ -132,17 +145,36 @@ def shared_prefix_tokens(
     comes after the last message, is never shared). Symmetric in ``a`` and ``b``.
     ``content_tokens`` may give the token count of a message of ``a``'s content
     when it is known (None: count it); a build knows it from its chunks' counts.
+    ``total_tokens``, when known, is ``count_messages(messages_a)`` less the reply
+    priming: the shared messages are then what is left of it after the others, so
+    a request that grew at its end costs only its end. ``overheads`` may give the
+    tokenizer's ``priming``, each role's message overhead and (``name:ROLE``) each
+    role's own tokens, measured once (see ``message_overheads``).
     """
-    empty = tokenizer.count_messages([])
+    fixed = overheads or {}
+    empty = fixed["priming"] if "priming" in fixed else tokenizer.count_messages([])
     same = shared_messages(messages_a, messages_b)
-    shared = _whole_messages_tokens(messages_a[:same], tokenizer, empty, content_tokens)
+    if total_tokens is not None and len(messages_a) - same < same:  # the shorter sum
+        rest = _whole_messages_tokens(messages_a[same:], tokenizer, empty, content_tokens, fixed)
+        shared = total_tokens - rest
+    else:
+        shared = _whole_messages_tokens(messages_a[:same], tokenizer, empty, content_tokens, fixed)
     if same == min(len(messages_a), len(messages_b)):
         return shared
     (role_a, content_a), (role_b, content_b) = _fields(messages_a[same]), _fields(messages_b[same])
-    role_tokens = tokenizer.count(role_a)
-    overhead = tokenizer.count_messages([{"role": role_a, "content": ""}]) - empty - role_tokens
+    role_tokens = fixed.get(f"name:{role_a}")
+    if role_tokens is None:
+        role_tokens = tokenizer.count(role_a)
+    whole = fixed.get(role_a)
+    if whole is None:
+        whole = tokenizer.count_messages([{"role": role_a, "content": ""}]) - empty
+    overhead = whole - role_tokens
     if role_a != role_b:  # only the token opening a message, before the role
         return shared + max(0, overhead - 2)
     header = role_tokens + max(0, overhead - 1)  # all but the token closing the message
-    known = content_tokens(messages_a[same]) if content_tokens is not None else None
-    return shared + header + _common_content_tokens(content_a, content_b, tokenizer, known)
+    message = messages_a[same]
+
+    def count_a() -> int | None:
+        return content_tokens(message) if content_tokens is not None else None
+
+    return shared + header + _common_content_tokens(content_a, content_b, tokenizer, count_a)
