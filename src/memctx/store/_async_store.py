@@ -290,7 +290,11 @@ class AsyncMemoryStore:
     ) -> CompressionReport:
         """See :meth:`MemoryStore.compress` (the work runs in a worker thread)."""
         return await compress_thread_async(
-            self, thread_id, compressors, tokenizer=tokenizer, builder=self._builder_for(builder)
+            self._run,
+            thread_id,
+            compressors,
+            tokenizer=tokenizer,
+            builder=self._builder_for(builder),
         )
 
     async def compact(
@@ -306,7 +310,7 @@ class AsyncMemoryStore:
     ) -> CompactionReport:
         """See :meth:`MemoryStore.compact` (the summarizer runs in a worker thread)."""
         return await compact_thread_async(
-            self,
+            self._run,
             thread_id,
             summarizer,
             keep_recent_tokens=keep_recent_tokens,

@@ -411,7 +411,11 @@ class MemoryStore:
         something was cut; :meth:`rollback` restores the view.
         """
         return compress_thread(
-            self, thread_id, compressors, tokenizer=tokenizer, builder=self._builder_for(builder)
+            self._run,
+            thread_id,
+            compressors,
+            tokenizer=tokenizer,
+            builder=self._builder_for(builder),
         )
 
     def compact(
@@ -430,7 +434,7 @@ class MemoryStore:
         ``policy`` says it is due. Records ``context.compacted`` when it did.
         """
         return compact_thread(
-            self,
+            self._run,
             thread_id,
             summarizer,
             keep_recent_tokens=keep_recent_tokens,
