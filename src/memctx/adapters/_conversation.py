@@ -219,8 +219,11 @@ def _turn_role(role: Role) -> Literal["user", "assistant"]:
 
 
 def _plain(chunk: Chunk) -> Any:
+    """The chunk's content as JSON (``None`` for a call made without arguments)."""
     content = chunk.content
-    return content if isinstance(content, str) else _clean(json.loads(chunk.text))
+    if content is None or isinstance(content, str):
+        return content
+    return _clean(json.loads(chunk.text))
 
 
 def _clean(value: Any) -> Any:
