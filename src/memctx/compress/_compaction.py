@@ -240,7 +240,7 @@ def apply_plan(
     covered_ids = tuple(chunks[i].id for i in covered)
     compacted_at = _now_ms(now)
     digest = hashlib.sha256(
-        "\0".join([*covered_ids, str(compacted_at), text]).encode()
+        "\0".join([*covered_ids, str(compacted_at), text]).encode("utf-8", "surrogatepass")
     ).hexdigest()[:12]
     newest = chunks[covered[-1]]
     summary = progress_summary(

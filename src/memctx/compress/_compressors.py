@@ -30,7 +30,9 @@ _OUTPUT_ACTIONS: Final = frozenset({"tool_result", "skill_result"})
 
 def derived_chunk(chunk: Chunk, text: str, kind: str) -> Chunk:
     """A new chunk standing for ``chunk``, with ``text`` as its content."""
-    digest = hashlib.sha256(f"{chunk.id}\0{kind}\0{text}".encode()).hexdigest()[:10]
+    # "surrogatepass": a lone surrogate, which a build renders as U+FFFD, is hashed as is.
+    key = f"{chunk.id}\0{kind}\0{text}".encode("utf-8", "surrogatepass")
+    digest = hashlib.sha256(key).hexdigest()[:10]
     metadata = attrs.evolve(chunk.metadata, derived_from=(chunk.id,))
     return attrs.evolve(chunk, id=f"{chunk.id}.{kind}-{digest}", content=text, metadata=metadata)
 
