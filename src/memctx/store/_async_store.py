@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Concatenate, Literal, ParamSpec, Self, TypeVar
 
 from sqlalchemy.engine import URL
@@ -40,6 +39,7 @@ from memctx.store._engine import (
     ensure_schema_async,
     read_engine,
     resolve_url,
+    retry_busy_async,
     write_engine,
 )
 from memctx.store._records import Batch, StoredChunk, StoreEvent, ThreadInfo
@@ -125,19 +125,6 @@ class AsyncMemoryStore:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"
 
-    @asynccontextmanager
-    async def _session(self, *, write: bool) -> AsyncIterator[AsyncSession]:
-        """One transaction, committed when the block ends, rolled back if it raises."""
-        bind = self._write if write else self._read
-        try:
-            async with (
-                AsyncSession(bind, expire_on_commit=False, autoflush=False) as session,
-                session.begin(),
-            ):
-                yield session
-        except SQLAlchemyError as exc:
-            raise StoreError(f"database error ({self.url}): {database_error(exc)}") from None
-
     async def _run(
         self,
         write: bool,
@@ -145,11 +132,22 @@ class AsyncMemoryStore:
         *args: P.args,
         **kwargs: P.kwargs,
     ) -> R:
-        """Run ``operation(session, *args)`` in one transaction."""
-        async with self._session(write=write) as session:
-            # sqlmodel's AsyncSession hands the operation its sync sqlmodel Session;
-            # SQLAlchemy's annotation names the base class.
-            return await session.run_sync(operation, *args, **kwargs)  # type: ignore[arg-type]
+        """Run ``operation(session, *args)`` in one transaction (see :meth:`MemoryStore._run`)."""
+        bind = self._write if write else self._read
+
+        async def attempt() -> R:
+            async with (
+                AsyncSession(bind, expire_on_commit=False, autoflush=False) as session,
+                session.begin(),
+            ):
+                # sqlmodel's AsyncSession hands the operation its sync sqlmodel Session;
+                # SQLAlchemy's annotation names the base class.
+                return await session.run_sync(operation, *args, **kwargs)  # type: ignore[arg-type]
+
+        try:
+            return await retry_busy_async(attempt)
+        except SQLAlchemyError as exc:
+            raise StoreError(f"database error ({self.url}): {database_error(exc)}") from None
 
     # -- the same methods as MemoryStore ----------------------------------------------------
 

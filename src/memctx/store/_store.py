@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import Any, Concatenate, Literal, ParamSpec, Self, TypeVar
 
@@ -38,6 +37,7 @@ from memctx.store._engine import (
     ensure_schema,
     read_engine,
     resolve_url,
+    retry_busy,
     write_engine,
 )
 from memctx.store._records import Batch, StoredChunk, StoreEvent, ThreadInfo
@@ -130,20 +130,6 @@ class MemoryStore:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"
 
-    @contextmanager
-    def _session(self, *, write: bool) -> Iterator[Session]:
-        """One transaction, committed when the block ends, rolled back if it raises."""
-        try:
-            with (
-                Session(
-                    self._write if write else self._read, expire_on_commit=False, autoflush=False
-                ) as session,
-                session.begin(),
-            ):
-                yield session
-        except SQLAlchemyError as exc:
-            raise StoreError(f"database error ({self.url}): {database_error(exc)}") from None
-
     def _run(
         self,
         write: bool,
@@ -151,9 +137,21 @@ class MemoryStore:
         *args: P.args,
         **kwargs: P.kwargs,
     ) -> R:
-        """Run ``operation(session, *args)`` in one transaction."""
-        with self._session(write=write) as session:
-            return operation(session, *args, **kwargs)
+        """Run ``operation(session, *args)`` in one transaction, committed when it returns,
+        rolled back if it raises; run again while SQLite is busy (see :func:`retry_busy`)."""
+        bind = self._write if write else self._read
+
+        def attempt() -> R:
+            with (
+                Session(bind, expire_on_commit=False, autoflush=False) as session,
+                session.begin(),
+            ):
+                return operation(session, *args, **kwargs)
+
+        try:
+            return retry_busy(attempt)
+        except SQLAlchemyError as exc:
+            raise StoreError(f"database error ({self.url}): {database_error(exc)}") from None
 
     # -- threads --------------------------------------------------------------------------
 
