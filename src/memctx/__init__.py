@@ -8,6 +8,7 @@ from memctx._build.options import BuildOptions
 from memctx._chunk import Chunk, ChunkMetadata, ChunkType, ContextMessage, Role
 from memctx._exceptions import (
     AdapterError,
+    ArgumentError,
     BudgetExceededError,
     BuildOptionError,
     ChatError,
@@ -28,6 +29,7 @@ from memctx._exceptions import (
     StoreArgumentError,
     StoreError,
     TeamMessageError,
+    TeamThreadError,
     ThreadExistsError,
     ThreadNotFoundError,
     TokenizerError,
@@ -37,6 +39,7 @@ from memctx._exceptions import (
     UnknownModelError,
     UnsupportedVersionError,
     ViewOperationError,
+    XmlError,
 )
 from memctx._render.declared import DeclaredRenderer, Element
 from memctx._render.registry import GenericRenderer, RendererRegistry, renderer_cache_key
@@ -63,6 +66,7 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "AdapterError",
+    "ArgumentError",
     "BudgetExceededError",
     "BuildOptionError",
     "BuildOptions",
@@ -101,6 +105,7 @@ __all__ = [
     "StoreArgumentError",
     "StoreError",
     "TeamMessageError",
+    "TeamThreadError",
     "ThreadExistsError",
     "ThreadNotFoundError",
     "TiktokenTokenizer",
@@ -112,6 +117,7 @@ __all__ = [
     "UnknownModelError",
     "UnsupportedVersionError",
     "ViewOperationError",
+    "XmlError",
     "chunks",
     "create_builder",
     "create_tokenizer",
