@@ -18,8 +18,10 @@ whose meaning it shares, so code that already catches ``ValueError``,
     │   └── ViewOperationError (StoreError)   a view operation's arguments are invalid
     ├── DuplicateChunkError (ValueError)      two chunks share one id
     ├── ChunkNotFoundError (LookupError)      no chunk has that id
+    ├── StateIndexError (IndexError)          a state was indexed out of range
     ├── StateFileError (ValueError)           a state or snapshot file is malformed or unreadable
-    │   └── UnsupportedVersionError           ... or written in a version we do not read
+    │   ├── UnsupportedVersionError           ... or written in a version we do not read
+    │   └── StateFileAccessError (OSError)    ... or cannot be read or written at all
     ├── TranscriptError (ValueError)          a chat transcript cannot be imported
     ├── XmlError (ValueError)                 memctx.xml got a bad name or malformed XML
     ├── RendererError                         a renderer misbehaved
@@ -105,6 +107,17 @@ class ChunkNotFoundError(MemctxError, LookupError):
         return str(self.args[0])
 
 
+class StateIndexError(MemctxError, IndexError):
+    """``index`` is outside a state of ``length`` chunks."""
+
+    def __init__(self, index: int, length: int) -> None:
+        self.index = index
+        self.length = length
+        super().__init__(
+            f"MemoryState index {index} is out of range (the state has {length} chunks)"
+        )
+
+
 class StateFileError(MemctxError, ValueError):
     """A state or snapshot document is malformed.
 
@@ -126,6 +139,20 @@ class StateFileError(MemctxError, ValueError):
 
 class UnsupportedVersionError(StateFileError):
     """The document's ``version`` is not one this memctx reads."""
+
+
+class StateFileAccessError(StateFileError, OSError):
+    """A state file could not be read or written (a missing directory, no permission, a
+    full disk): ``errno``, ``strerror`` and ``filename`` (the path given) as on ``OSError``."""
+
+    def __init__(self, action: str, error: OSError, filename: str) -> None:
+        OSError.__init__(self, error.errno, error.strerror or str(error), filename)
+        self.index = None
+        self.field = None
+        self.args = (f"cannot {action} {filename!r}: {error.strerror or error}",)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 class TranscriptError(MemctxError, ValueError):

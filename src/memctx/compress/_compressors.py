@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 import attrs
@@ -153,13 +153,18 @@ def _tool_names(value: Iterable[str] | None) -> frozenset[str] | None:
         raise CompressionError(
             "tools must be a list of names, not one string", compressor="TrimToolOutputs"
         )
-    names = frozenset(value)
+    if isinstance(value, bytes | Mapping) or not isinstance(value, Iterable):
+        raise CompressionError(
+            f"tools must be a list of names, got {type(value).__name__}",
+            compressor="TrimToolOutputs",
+        )
+    names = list(value)
     for name in names:
         if not isinstance(name, str) or not name:
             raise CompressionError(
                 f"tools must be non-empty strings, got {name!r}", compressor="TrimToolOutputs"
             )
-    return names
+    return frozenset(names)
 
 
 def is_tool_output(chunk: Chunk) -> bool:

@@ -25,7 +25,7 @@ from memctx._build.builder import ContextBuilder, create_builder
 from memctx._build.compress_report import CompressionReport
 from memctx._build.options import parse_build_options
 from memctx._chunk import Chunk, ChunkType
-from memctx._exceptions import StoreError, ThreadExistsError
+from memctx._exceptions import StoreArgumentError, StoreError, ThreadExistsError
 from memctx._progress import Progress
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
@@ -153,6 +153,10 @@ class AsyncMemoryStore:
 
     async def create_thread(self, thread_id: str | None = None, *, exist_ok: bool = False) -> str:
         """See :meth:`MemoryStore.create_thread`."""
+        if not isinstance(exist_ok, bool):
+            raise StoreArgumentError(
+                f"must be True or False, got {exist_ok!r}", argument="exist_ok"
+            )
         try:
             return await self._run(True, _thread_ops.create_thread, thread_id)
         except ThreadExistsError:
@@ -196,7 +200,7 @@ class AsyncMemoryStore:
     ) -> int:
         """See :meth:`MemoryStore.append` (``on_progress`` is called on the event loop's
         thread, between database calls)."""
-        progress = Progress(on_progress)
+        progress = Progress(on_progress, error=StoreArgumentError)
         return await self._run(
             True, _thread_ops.append, thread_id, chunks, thread_metadata, progress
         )
@@ -330,7 +334,7 @@ class AsyncMemoryStore:
         self, thread_id: str, *, on_progress: Callable[[int, int], object] | None = None
     ) -> dict[str, Any]:
         """See :meth:`MemoryStore.export_snapshot`."""
-        progress = Progress(on_progress)
+        progress = Progress(on_progress, error=StoreArgumentError)
         return await self._run(False, _snapshot.export_thread, thread_id, progress)
 
     async def import_snapshot(
@@ -341,7 +345,7 @@ class AsyncMemoryStore:
         on_progress: Callable[[int, int], object] | None = None,
     ) -> str:
         """See :meth:`MemoryStore.import_snapshot`."""
-        progress = Progress(on_progress)
+        progress = Progress(on_progress, error=StoreArgumentError)
         return await self._run(True, _snapshot.import_snapshot, data, thread_id, progress)
 
     async def events(self, thread_id: str, kind: str | None = None) -> tuple[StoreEvent, ...]:

@@ -29,7 +29,7 @@ from sqlmodel import Session
 from memctx._build.builder import ContextBuilder
 from memctx._build.compress_report import CompressionReport, compressor_params
 from memctx._chunk import Chunk
-from memctx._exceptions import CompactionError
+from memctx._exceptions import CompactionError, CompressionError
 from memctx._state import MemoryState
 from memctx.compress import compress
 from memctx.compress._compaction import CompactionPolicy, CompactionReport, compact
@@ -109,6 +109,17 @@ def _compaction(
     return report, (new.chunks, "compact", params, [(CONTEXT_COMPACTED, report.to_event())])
 
 
+def _steps(compressors: object) -> list[Compressor]:
+    """The compressors, checked before the thread is read."""
+    if isinstance(compressors, str | bytes) or not isinstance(compressors, Iterable):
+        raise CompressionError(f"compressors must be a list of compressors, got {compressors!r}")
+    steps = list(compressors)
+    for step in steps:
+        if not callable(step):
+            raise CompressionError(f"{step!r} is not a compressor (a callable state -> state)")
+    return steps
+
+
 def _check_choice(keep_recent_tokens: int | None, policy: CompactionPolicy | None) -> None:
     if (keep_recent_tokens is None) == (policy is None):
         raise CompactionError("give keep_recent_tokens or policy, not both and not neither")
@@ -158,7 +169,7 @@ def compress_thread(
     builder: ContextBuilder,
 ) -> CompressionReport:
     """Compress the visible chunks of ``thread_id``; write only if something was cut."""
-    steps = list(compressors)
+    steps = _steps(compressors)
     return _run(run, thread_id, lambda state: _compression(state, steps, tokenizer, builder))
 
 
@@ -171,7 +182,7 @@ async def compress_thread_async(
     builder: ContextBuilder,
 ) -> CompressionReport:
     """:func:`compress_thread` for an :class:`AsyncMemoryStore`."""
-    steps = list(compressors)
+    steps = _steps(compressors)
     return await _run_async(
         run, thread_id, lambda state: _compression(state, steps, tokenizer, builder)
     )

@@ -23,7 +23,7 @@ from memctx._build.builder import ContextBuilder, create_builder
 from memctx._build.compress_report import CompressionReport
 from memctx._build.options import parse_build_options
 from memctx._chunk import Chunk, ChunkType
-from memctx._exceptions import StoreError, ThreadExistsError
+from memctx._exceptions import StoreArgumentError, StoreError, ThreadExistsError
 from memctx._progress import Progress
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
@@ -160,6 +160,10 @@ class MemoryStore:
 
         An existing id raises :class:`~memctx.ThreadExistsError` unless ``exist_ok``.
         """
+        if not isinstance(exist_ok, bool):
+            raise StoreArgumentError(
+                f"must be True or False, got {exist_ok!r}", argument="exist_ok"
+            )
         try:
             return self._run(True, _thread_ops.create_thread, thread_id)
         except ThreadExistsError:
@@ -223,7 +227,7 @@ class MemoryStore:
         time with ``done == total``; an exception it raises aborts the append
         and nothing is stored.
         """
-        progress = Progress(on_progress)
+        progress = Progress(on_progress, error=StoreArgumentError)
         return self._run(True, _thread_ops.append, thread_id, chunks, thread_metadata, progress)
 
     def append_with(self, thread_id: str, make: MakeChunks) -> int:
@@ -366,7 +370,7 @@ class MemoryStore:
         ``on_progress(done, total)`` is told as the stored chunks are read and
         converted, as :meth:`append` tells it.
         """
-        progress = Progress(on_progress)
+        progress = Progress(on_progress, error=StoreArgumentError)
         return self._run(False, _snapshot.export_thread, thread_id, progress)
 
     def import_snapshot(
@@ -384,7 +388,7 @@ class MemoryStore:
         ``on_progress(done, total)`` is told as the chunks are checked and
         written, as :meth:`append` tells it.
         """
-        progress = Progress(on_progress)
+        progress = Progress(on_progress, error=StoreArgumentError)
         return self._run(True, _snapshot.import_snapshot, data, thread_id, progress)
 
     def events(self, thread_id: str, kind: str | None = None) -> tuple[StoreEvent, ...]:
