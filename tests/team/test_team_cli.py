@@ -200,7 +200,7 @@ class TestContextAndPrompt:
         )
 
         assert data["system_flag"] is None
-        assert data["prompt"].startswith("TEAM TASK\nCap the retry delay.")
+        assert data["prompt"].startswith("TEAM TASK\n> Cap the retry delay.")
 
     def test_a_prompt_too_large_is_one_error_line(self, review: str, cli: Any) -> None:
         failed(
