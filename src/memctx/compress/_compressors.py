@@ -84,14 +84,8 @@ class MaxChunks:
         )
 
 
-_CUT: Final = re.compile(r"\n\[memctx: cut [\d,]+ of [\d,]+ characters\]\Z")
+_CUT_NUMBERS: Final = re.compile(r"\n\[memctx: cut [\d,]+ of (?P<total>[\d,]+) characters\]\Z")
 _TRIMMED: Final = re.compile(r"\n\[memctx: trimmed [\d,]+ of [\d,]+ characters\]\n")
-
-
-def _cut_already(text: str, max_chars: int) -> bool:
-    """Whether ``text`` is a cut this compressor made: its kept part fits ``max_chars``."""
-    found = _CUT.search(text)
-    return found is not None and found.start() <= max_chars
 
 
 def _trimmed_already(text: str, max_chars: int) -> bool:
@@ -100,10 +94,37 @@ def _trimmed_already(text: str, max_chars: int) -> bool:
     return found is not None and len(text) - (found.end() - found.start()) <= max_chars
 
 
+ELLIPSIS: Final = "\u2026"
+"""Ends a cut too short to hold the line saying what was cut."""
+
+
 def cut_text(text: str, max_chars: int) -> str:
-    """``text`` cut to its first ``max_chars`` characters, with a line saying what was cut."""
-    cut = len(text) - max_chars
-    return f"{text[:max_chars]}\n[memctx: cut {cut:,} of {len(text):,} characters]"
+    """``text`` cut to at most ``max_chars`` characters, the line saying what was cut included.
+
+    The head of ``text`` is kept, then ``[memctx: cut 1,234 of 5,234
+    characters]`` on a line of its own; when ``max_chars`` is too small for
+    that line, the first ``max_chars - 1`` characters and ``…``. A text of at
+    most ``max_chars`` characters is returned as it is: a cut never makes a
+    text longer. Cutting a cut again counts from the original length.
+    """
+    if len(text) <= max_chars:
+        return text
+    found = _CUT_NUMBERS.search(text)
+    head, total = text, len(text)
+    if found is not None:
+        head = text[: found.start()]
+        total = max(int(found["total"].replace(",", "")), len(head))
+    keep = max_chars
+    for _ in range(3):  # the line's length depends on the numbers in it
+        keep = max_chars - len(_cut_line(total - keep, total))
+    if keep < 1:
+        return text[: max_chars - 1] + ELLIPSIS
+    keep = min(keep, len(head))
+    return head[:keep] + _cut_line(total - keep, total)
+
+
+def _cut_line(cut: int, total: int) -> str:
+    return f"\n[memctx: cut {cut:,} of {total:,} characters]"
 
 
 def preview_text(text: str, max_chars: int) -> str:
@@ -119,10 +140,11 @@ def preview_text(text: str, max_chars: int) -> str:
 class MaxChars:
     """Cap each chunk's content at ``n`` characters, visibly.
 
-    A longer content keeps its first ``n`` characters, followed by a line
-    saying how many characters were cut (the new content is text; a JSON
-    content is cut in its serialised form). Protected chunks are left
-    whole, and so is a cut made before (compressing again changes nothing).
+    A longer content keeps its head, followed by a line saying how many
+    characters were cut, ``n`` characters in all: that line counts (see
+    :func:`cut_text`), so a content never grows. The new content is text; a
+    JSON content is cut in its serialised form. Protected chunks are left
+    whole, and compressing again changes nothing.
     """
 
     n: int = DEFAULT_MAX_CHARS
@@ -141,7 +163,7 @@ class MaxChars:
             if position in shape.protected:
                 continue
             text = chunk.text
-            if len(text) > self.n and not _cut_already(text, self.n):
+            if len(text) > self.n:
                 replacements[position] = derived_chunk(chunk, cut_text(text, self.n), "cut")
         return _replace_some(state, replacements)
 

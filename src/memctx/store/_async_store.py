@@ -249,9 +249,11 @@ class AsyncMemoryStore:
         """See :meth:`MemoryStore.replace`."""
         return await self._run(True, _view_ops.replace, thread_id, target, chunk)
 
-    async def clear(self, thread_id: str, *, keep_system: bool = True) -> int:
+    async def clear(
+        self, thread_id: str, *, keep_system: bool = True, keep: str | Iterable[str] = ()
+    ) -> int:
         """See :meth:`MemoryStore.clear`."""
-        return await self._run(True, _view_ops.clear, thread_id, keep_system)
+        return await self._run(True, _view_ops.clear, thread_id, keep_system, keep)
 
     async def filter(
         self,
@@ -366,7 +368,16 @@ class AsyncMemoryStore:
     ) -> ContextBuildResult:
         """See :meth:`MemoryStore.build` (the build itself runs in the event loop)."""
         builder = self._builder_for(builder)
+        compressors = options.pop("compressors", None)
+        compress_to_fit = options.pop("compress_to_fit", None)
         parsed = parse_build_options(max_tokens, options)
+        if compressors is not None or compress_to_fit is not None:
+            state, seen = await self._run(False, _view_ops.read_view, thread_id)
+            compressed, events = _build.compressed_built(
+                builder, state, seen.batch, parsed, compressors, compress_to_fit
+            )
+            await self._run(True, _build.record_events, thread_id, events)
+            return compressed
         keys = _build.cache_keys(builder, parsed)
         if _paged.pageable(parsed):
             kept = self._built_states.get_paged(thread_id)

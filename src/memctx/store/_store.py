@@ -302,9 +302,17 @@ class MemoryStore:
         """
         return self._run(True, _view_ops.replace, thread_id, target, chunk)
 
-    def clear(self, thread_id: str, *, keep_system: bool = True) -> int:
-        """Hide every visible chunk, or every one but the SYSTEM chunks; return the new batch."""
-        return self._run(True, _view_ops.clear, thread_id, keep_system)
+    def clear(
+        self, thread_id: str, *, keep_system: bool = True, keep: str | Iterable[str] = ()
+    ) -> int:
+        """Hide every visible chunk, or every one but the SYSTEM chunks; return the new batch.
+
+        ``keep`` names chunks (ids) the cleared view shows too, first, whether
+        they were visible or not: a tool description set up once (seed 001's
+        ``可用工具:`` message) that every clear brings back, say. An id the
+        thread does not hold is a :class:`~memctx.ChunkNotFoundError`.
+        """
+        return self._run(True, _view_ops.clear, thread_id, keep_system, keep)
 
     def filter(
         self,
@@ -319,9 +327,11 @@ class MemoryStore:
         """Keep visible only the chunks that meet every criterion given; return the new batch.
 
         ``roles``: the chat role the chunk is rendered under (by ``builder``'s
-        renderers); ``types``: :class:`~memctx.ChunkType`\\ s; ``contains``:
-        texts that must all occur in the content; ``excludes``: texts none
-        of which may occur.
+        renderers), or ``tool`` for a tool or skill result, as the providers'
+        native tool calls send it (seed 001: ``roles=["user", "assistant"]``
+        drops the system chunks and the tool results); ``types``:
+        :class:`~memctx.ChunkType`\\ s; ``contains``: texts that must all
+        occur in the content; ``excludes``: texts none of which may occur.
         """
         criteria = {"roles": roles, "types": types, "contains": contains, "excludes": excludes}
         role_of = _view_ops.role_function(self._builder_for(builder))
@@ -459,10 +469,22 @@ class MemoryStore:
         Token counts stored by earlier builds are reused and new ones stored
         (per tokenizer ``cache_key`` and renderer chain), and a
         ``context.built`` event records the budget, the token count and how
-        many chunks were included and left out.
+        many chunks were included and left out. With ``compressors`` or
+        ``compress_to_fit`` the visible chunks are compressed first (the
+        thread's view is not changed: :meth:`compress` does that) and a
+        ``context.compressed`` event records what was cut, when anything was.
         """
         builder = self._builder_for(builder)
+        compressors = options.pop("compressors", None)
+        compress_to_fit = options.pop("compress_to_fit", None)
         parsed = parse_build_options(max_tokens, options)
+        if compressors is not None or compress_to_fit is not None:
+            state, seen = self._run(False, _view_ops.read_view, thread_id)
+            result, events = _build.compressed_built(
+                builder, state, seen.batch, parsed, compressors, compress_to_fit
+            )
+            self._run(True, _build.record_events, thread_id, events)
+            return result
         keys = _build.cache_keys(builder, parsed)
         if _paged.pageable(parsed):
             kept = self._built_states.get_paged(thread_id)

@@ -92,16 +92,31 @@ def replace(session: Session, thread_id: str, target: int | str, chunk: Chunk) -
     return _change(session, thread_id, "replace", params, compute, (chunk,), "replace", refers_to)
 
 
-def clear(session: Session, thread_id: str, keep_system: bool) -> int:
-    """Hide every visible chunk, or every one but the SYSTEM chunks."""
+def clear(session: Session, thread_id: str, keep_system: bool, keep: object = ()) -> int:
+    """Hide every visible chunk, or every one but the SYSTEM chunks.
+
+    ``keep`` names chunks of the thread the cleared view shows as well,
+    visible before or not (seed 001's tool description, which a clear
+    brings back): first, in the order of the thread's history.
+    """
     is_bool(_error).check(keep_system, "keep_system")
-    return _change(
-        session,
-        thread_id,
-        "clear",
-        {"keep_system": keep_system},
-        lambda visible, _: [s for s, c in visible if keep_system and c.type is ChunkType.SYSTEM],
-    )
+    kept_ids = _views.chunk_ids("keep", keep)
+    check_thread_id(thread_id)
+    get_thread(session, thread_id, lock=True)
+    rows = rows_by_chunk_id(session, thread_id, kept_ids) if kept_ids else {}
+    for chunk_id in kept_ids:
+        if chunk_id not in rows:
+            raise chunk_not_found(session, thread_id, chunk_id)
+    extra = sorted(row.seq for row in rows.values())
+
+    def compute(visible: _views.Visible, _: list[int]) -> list[int]:
+        system = [s for s, c in visible if keep_system and c.type is ChunkType.SYSTEM]
+        return extra + [s for s in system if s not in extra]
+
+    params: dict[str, Any] = {"keep_system": keep_system}
+    if kept_ids:
+        params["keep"] = list(kept_ids)
+    return _change(session, thread_id, "clear", params, compute)
 
 
 def role_function(builder: ContextBuilder) -> Callable[[Chunk], Role]:
