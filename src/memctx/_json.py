@@ -189,20 +189,25 @@ _UTF8_BOM = b"\xef\xbb\xbf"
 
 
 def _utf8(raw: bytes) -> str:
-    """``raw`` decoded as strict UTF-8 (a leading byte order mark skipped)."""
+    """``raw`` decoded as strict UTF-8 (a leading byte order mark skipped).
+
+    UTF-16 and UTF-32 (which :func:`json.loads` would guess) are refused by
+    name: JSON text never starts with a NUL byte, and their byte order marks
+    are not UTF-8.
+    """
     if raw.startswith(_UTF8_BOM):
         raw = raw[len(_UTF8_BOM) :]
+    head = raw[:4]
+    if head in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff") or (
+        len(head) == 4 and (head[1:] == b"\x00\x00\x00" or head[:3] == b"\x00\x00\x00")
+    ):
+        raise JSONTextError("not valid UTF-8: the text is UTF-32; save it as UTF-8")
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff") or b"\x00" in head[:2]:
+        raise JSONTextError("not valid UTF-8: the text is UTF-16; save it as UTF-8")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        hint = ""
-        if raw[:4] in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff") or (
-            len(raw) >= 4 and (raw[1:4] == b"\x00\x00\x00" or raw[:3] == b"\x00\x00\x00")
-        ):
-            hint = " (it looks like UTF-32)"
-        elif raw[:2] in (b"\xff\xfe", b"\xfe\xff") or b"\x00" in raw[:4]:
-            hint = " (it looks like UTF-16)"
-        raise JSONTextError(f"not valid UTF-8: {exc.reason} at byte {exc.start}{hint}") from None
+        raise JSONTextError(f"not valid UTF-8: {exc.reason} at byte {exc.start}") from None
 
 
 def plain_json(value: object) -> Any:
