@@ -10,6 +10,7 @@ timed beside it, as what the build would pay without prefix rendering.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from benchmarks.timing import Timing, measure
@@ -29,6 +30,10 @@ class HugeChunkResult:
     with_huge: Timing
     render_whole: Timing
     excluded: bool
+    one_line: Timing | None = None
+    """The same with the output as one line (the corpus with its line breaks made spaces)."""
+    minified: Timing | None = None
+    """The same with the output as 10 MB of minified JSON (no line break at all)."""
 
     @property
     def added_ms(self) -> float:
@@ -38,6 +43,13 @@ class HugeChunkResult:
 def huge_output(corpus: str) -> str:
     """About ``SIZE_BYTES`` of real agent output: the corpus repeated."""
     return corpus * (SIZE_BYTES // len(corpus.encode("utf-8")) + 1)
+
+
+def minified_json() -> str:
+    """About ``SIZE_BYTES`` of JSON without a line break or a space."""
+    rows = [{"id": i, "path": f"src/module_{i % 97}.py", "ok": i % 3 == 0} for i in range(200_000)]
+    text = json.dumps(rows, separators=(",", ":"))
+    return (text * (SIZE_BYTES // len(text) + 1))[:SIZE_BYTES]
 
 
 def with_huge_output(state: MemoryState, output: str) -> MemoryState:
@@ -63,9 +75,16 @@ def run_huge_chunk(builder: ContextBuilder, corpus: str, *, repeats: int) -> Hug
         lambda: fresh_copy(huge).get("huge-output"),
         repeats=repeats,
     )
+    one_line = with_huge_output(base, huge_output(corpus).replace("\n", " "))
+    minified = with_huge_output(base, minified_json())
     result = builder.build(fresh_copy(huge), max_tokens=BUDGET)
     return HugeChunkResult(
-        without, with_huge, render_whole, "huge-output" in result.excluded_chunk_ids
+        without,
+        with_huge,
+        render_whole,
+        "huge-output" in result.excluded_chunk_ids,
+        measure(build, lambda: fresh_copy(one_line), repeats=repeats),
+        measure(build, lambda: fresh_copy(minified), repeats=repeats),
     )
 
 
@@ -85,6 +104,16 @@ def huge_chunk_section(result: HugeChunkResult | None) -> list[str]:
         f"| gen 100 + 10 MB output, 8k | {result.with_huge.median * ms:.2f} |",
         f"| added by the huge output | {result.added_ms:.2f} |",
         f"| rendering the 10 MB output whole | {result.render_whole.median * ms:.2f} |",
+        *(
+            [f"| gen 100 + the output as one 10 MB line, 8k | {result.one_line.median * ms:.2f} |"]
+            if result.one_line is not None
+            else []
+        ),
+        *(
+            [f"| gen 100 + 10 MB of minified JSON, 8k | {result.minified.median * ms:.2f} |"]
+            if result.minified is not None
+            else []
+        ),
         "",
         f"The huge output was {'left out' if result.excluded else '**included**'}.",
     ]

@@ -534,3 +534,43 @@ def recorded_runs(draw: st.DrawFn) -> MemoryState:
         at += dt.timedelta(seconds=gaps[n % len(gaps)])
         timed.append(attrs.evolve(chunk, created_at=at))
     return MemoryState(timed, thread_id="recorded")
+
+
+# -- compression -----------------------------------------------------------------------------
+
+
+def _compressors() -> st.SearchStrategy[Any]:
+    from memctx.compress import MaxChars, MaxChunks, TrimToolOutputs
+
+    return st.one_of(
+        st.builds(MaxChunks, st.integers(0, 12)),
+        st.builds(MaxChars, st.integers(1, 300)),
+        st.builds(
+            TrimToolOutputs,
+            keep_recent=st.integers(0, 4),
+            max_chars=st.integers(1, 300),
+            tools=st.none() | st.just(("bash",)),
+        ),
+    )
+
+
+compressor_chains: Final = st.lists(st.deferred(_compressors), max_size=4)
+"""Chains of the built-in compressors with any settings they accept."""
+
+fit_compressors: Final = st.none() | st.deferred(_compressors)
+"""A ``compress_to_fit`` value: none, or a built-in compressor."""
+
+
+@st.composite
+def id_options(draw: st.DrawFn, state: MemoryState) -> dict[str, Any]:
+    """``include_only_chunk_ids`` / ``pinned_chunk_ids`` naming chunks of ``state`` (rarely one
+    it does not hold)."""
+    known = list(state.ids)
+    pool = st.sampled_from(known) if known else st.just("no-such-chunk")
+    pool = st.one_of(pool, st.just("no-such-chunk")) if draw(st.integers(0, 9)) == 0 else pool
+    options: dict[str, Any] = {}
+    if draw(st.booleans()):
+        options["include_only_chunk_ids"] = draw(st.lists(pool, max_size=6))
+    if draw(st.booleans()):
+        options["pinned_chunk_ids"] = draw(st.lists(pool, max_size=3))
+    return options

@@ -12,6 +12,7 @@ test states what a user may rely on, not what the code happens to define.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -19,23 +20,39 @@ import attrs
 import pytest
 
 from memctx import (
+    AdapterError,
+    ArgumentError,
     BuildOptionError,
     BuildOptions,
+    ChatError,
     Chunk,
     ChunkType,
+    CompactionError,
+    CompressionError,
     ContextBuilder,
     InvalidChunkError,
+    MemctxError,
     MemoryState,
+    StateFileAccessError,
     StateFileError,
+    StateIndexError,
+    TeamMessageError,
     TranscriptError,
+    XmlError,
     chunks,
     create_builder,
     load_state,
     save_state,
 )
-from memctx.importers import load_openai_transcript
+from memctx.adapters import to_openai
+from memctx.chat import parse_mentions
+from memctx.compaction import CompactionPolicy, ExtractiveSummarizer, compact
+from memctx.compress import TrimToolOutputs, compress
+from memctx.importers import load_anthropic_messages, load_openai_transcript
 from memctx.snapshot import format_chunk
 from memctx.statefile import loads_state, parse_json
+from memctx.team import Speaker, TeamConversation
+from memctx.xml import parse_element, render_element
 
 DEPTH_LIMIT = 100
 """Arrays and objects nest at most this deep in any JSON value memctx accepts."""
@@ -369,3 +386,157 @@ class TestOpenAIImporter:
 
         with pytest.raises(TranscriptError, match=r"content\[0\]\.text must be a string"):
             load_openai_transcript([message])
+
+
+def _two_turns() -> MemoryState:
+    return MemoryState(
+        [
+            chunks.user("one " * 50, id="u1"),
+            chunks.assistant("two " * 50, id="a1"),
+            chunks.user("three", id="u2"),
+        ]
+    )
+
+
+def _result() -> Any:
+    return create_builder().build(_two_turns(), max_tokens=1000)
+
+
+BAD_CALLS: dict[str, tuple[Any, type[MemctxError], str]] = {
+    # finding 7: errors that used to leave the MemctxError tree
+    "anthropic block with a 4301-digit int": (
+        lambda: load_anthropic_messages(
+            [{"role": "user", "content": [{"type": "image", "n": 10**4400}]}]
+        ),
+        TranscriptError,
+        "more than 4300 digits",
+    ),
+    "team snapshot nested too deep to parse": (
+        lambda: TeamConversation().import_snapshot("[" * 100_000 + "]" * 100_000),
+        StateFileError,
+        "nest more than 100 deep",
+    ),
+    "load_state of an int": (lambda: load_state(5), ArgumentError, "path"),
+    "state indexed by a string": (lambda: _two_turns()["u1"], ArgumentError, "state.get"),
+    "state indexed out of range": (lambda: _two_turns()[9], StateIndexError, "out of range"),
+    "state.get of a list": (lambda: _two_turns().get([]), ArgumentError, "chunk_id"),
+    "compact(now='x')": (
+        lambda: compact(_two_turns(), ExtractiveSummarizer(), keep_recent_tokens=0, now="x"),
+        CompactionError,
+        "timezone-aware datetime",
+    ),
+    "policy.apply(now='x') with nothing due": (
+        lambda: CompactionPolicy(trigger=10**6, keep_recent=1).apply(
+            _two_turns(), ExtractiveSummarizer(), now="x"
+        ),
+        CompactionError,
+        "timezone-aware datetime",
+    ),
+    "add_message(addressees=5)": (
+        lambda: TeamConversation().add_message("hi", speaker=Speaker("u"), addressees=5),
+        TeamMessageError,
+        "sequence of names",
+    ),
+    "render_element('bad tag')": (lambda: render_element("bad tag", [], "x"), XmlError, "bad tag"),
+    "parse_element('<a>')": (lambda: parse_element("<a>"), XmlError, "well-formed"),
+    "parse_element(5)": (lambda: parse_element(5), XmlError, "got int"),
+    "importer on_progress=5": (
+        lambda: load_openai_transcript([], on_progress=5),
+        ArgumentError,
+        "on_progress",
+    ),
+    # finding 8: values that used to be accepted silently
+    "unknown_roles='foo'": (
+        lambda: load_openai_transcript([], unknown_roles="foo"),
+        ArgumentError,
+        "'keep' or 'error'",
+    ),
+    "openai pin_task='yes'": (
+        lambda: load_openai_transcript([], pin_task="yes"),
+        ArgumentError,
+        "pin_task",
+    ),
+    "anthropic pin_task=1": (
+        lambda: load_anthropic_messages([], pin_task=1),
+        ArgumentError,
+        "pin_task",
+    ),
+    "Speaker('')": (lambda: Speaker(""), TeamMessageError, "roleId is required"),
+    "a team hook that is not a function": (
+        lambda: TeamConversation(on_message_added="print"),
+        TeamMessageError,
+        "on_message_added",
+    ),
+    "TrimToolOutputs(tools=5)": (
+        lambda: TrimToolOutputs(tools=5),
+        CompressionError,
+        "list of names",
+    ),
+    "parse_mentions with agents of the wrong type": (
+        lambda: parse_mentions("hi @a", 5),
+        ChatError,
+        "list of ChatAgent",
+    ),
+    "compress(compressors=5)": (lambda: compress(_two_turns(), 5), CompressionError, "list"),
+    "tools='both' in an adapter": (
+        lambda: to_openai(_result(), tools="both"),
+        AdapterError,
+        "tools",
+    ),
+}
+
+
+class TestEveryEntryPoint:
+    """Each refusal is the entry point's documented MemctxError, in one short line."""
+
+    @pytest.mark.parametrize("case", sorted(BAD_CALLS))
+    def test_a_bad_call_is_refused_with_its_documented_error(self, case: str) -> None:
+        call, error, message = BAD_CALLS[case]
+
+        with pytest.raises(error, match=re.escape(message)) as caught:
+            call()
+
+        assert isinstance(caught.value, MemctxError)
+        one_line(caught.value)
+
+    def test_an_argument_error_is_a_type_error_and_a_value_error(self) -> None:
+        with pytest.raises(TypeError):
+            _two_turns()["u1"]
+        with pytest.raises(ValueError, match="unknown_roles"):
+            load_openai_transcript([], unknown_roles="foo")
+
+    def test_a_file_that_cannot_be_written_is_a_state_file_error_and_an_os_error(
+        self, tmp_path: Path
+    ) -> None:
+        with pytest.raises(StateFileAccessError) as caught:
+            save_state(_two_turns(), tmp_path / "missing" / "state.json")
+
+        assert isinstance(caught.value, OSError)
+        assert isinstance(caught.value, StateFileError)
+        assert list(tmp_path.iterdir()) == []
+
+
+class TestStateFileEncodings:
+    """A state file is UTF-8: anything else is refused, never decoded by guesswork."""
+
+    @pytest.mark.parametrize(
+        ("raw", "message"),
+        [
+            (
+                '{"version": 1, "chunks": [], "thread_id": "\xed\xa0\x80"}'.encode("latin-1"),
+                "UTF-8",
+            ),
+            (json.dumps({"version": 1, "chunks": []}).encode("utf-32"), "UTF-32"),
+            (json.dumps({"version": 1, "chunks": []}).encode("utf-16"), "UTF-16"),
+            (json.dumps({"version": 1, "chunks": []}).encode("utf-32-le"), "UTF-32"),
+        ],
+        ids=["encoded surrogate", "utf-32 with bom", "utf-16", "utf-32 without bom"],
+    )
+    def test_bytes_that_are_not_strict_utf8_are_refused(self, raw: bytes, message: str) -> None:
+        with pytest.raises(StateFileError, match=message):
+            loads_state(raw)
+
+    def test_a_utf8_byte_order_mark_is_skipped(self) -> None:
+        raw = b"\xef\xbb\xbf" + json.dumps({"version": 1, "chunks": []}).encode()
+
+        assert loads_state(raw) == MemoryState([])

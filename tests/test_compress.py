@@ -21,6 +21,7 @@ from memctx.compress import (
     derived_chunk,
     protected_ids,
 )
+from memctx.compress._compressors import cut_text
 from strategies import agent_runs
 
 
@@ -78,7 +79,8 @@ class TestMaxChars:
     def test_a_long_content_is_cut_and_says_how_much_was_cut(self, run: MemoryState) -> None:
         new, report = compress(run, [MaxChars(1000)])
         answer = next(c for c in new if c.metadata.derived_from == ("long_answer",))
-        assert answer.text == "B" * 1000 + "\n[memctx: cut 4,000 of 5,000 characters]"
+        assert answer.text == "B" * 960 + "\n[memctx: cut 4,040 of 5,000 characters]"
+        assert len(answer.text) == 1000  # the line saying what was cut counts
         assert report.replaced_ids["long_answer"] == answer.id
 
     def test_the_cut_chunk_keeps_its_kind_unit_and_time_under_a_new_id(
@@ -121,9 +123,22 @@ class TestMaxChars:
         call = chunks.tool_call("write", {"text": "x"}, call_id="c", id="call")
         output = chunks.tool_result("write", {"text": "y" * 100}, call_id="c", id="res")
         new, _ = compress(MemoryState([call, output]), [MaxChars(20)])
-        assert new[1].content == output.text[:20] + (
-            f"\n[memctx: cut {len(output.text) - 20} of {len(output.text)} characters]"
-        )
+        assert new[1].content == cut_text(output.text, 20)
+        assert new[0] == call  # a call's arguments stay an object: it is still sent natively
+
+    @pytest.mark.parametrize(("length", "n"), [(21, 10), (5_000, 4_000), (100, 40), (41, 40)])
+    def test_a_cut_is_never_longer_than_n_nor_than_the_text(self, length: int, n: int) -> None:
+        state = MemoryState([chunks.user("x" * length, id="u"), chunks.user("end", id="e")])
+        new, report = compress(state, [MaxChars(n)])
+        assert len(new[0].text) <= n < length
+        assert new[0].text.endswith(("characters]", "\u2026"))  # the cut shows
+        assert report.changes[0].chars_after <= n
+
+    @given(text=st.text(min_size=1, max_size=300), n=st.integers(1, 300))
+    def test_a_cut_never_lengthens_a_text(self, text: str, n: int) -> None:
+        cut = cut_text(text, n)
+        assert len(cut) <= min(n, len(text)) or cut == text
+        assert cut_text(cut, n) == cut
 
     def test_a_call_s_arguments_stay_a_json_object_with_their_long_strings_cut(self) -> None:
         """So a compressed call is still sent as a native call."""

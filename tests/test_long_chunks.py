@@ -8,6 +8,7 @@ exactly the result of rendering everything whole.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from unittest import mock
@@ -30,7 +31,10 @@ from memctx import (
     create_builder,
     create_tokenizer,
 )
+from memctx._render.tokens import TiktokenTokenizer
+from memctx.xml import sanitize
 from memctx_renderers.environment import EnvironmentRenderer
+from strategies import texts
 
 
 @contextmanager
@@ -205,3 +209,63 @@ def test_a_long_chunk_counted_first_in_part_then_whole_is_counted_exactly(
 
     assert "long" in result.included_chunk_ids
     assert result.token_count == tokenizer.count_messages(result.messages)
+
+
+class RecordingTokenizer(TiktokenTokenizer):
+    """gpt-4o's encoding, remembering the length of every text it encodes."""
+
+    def __init__(self) -> None:
+        super().__init__("o200k_base", model="gpt-4o")
+        self.lengths: list[int] = []
+
+    def count(self, text: str) -> int:
+        self.lengths.append(len(text))
+        return super().count(text)
+
+
+def one_huge_line(kind: str) -> str:
+    if kind == "minified json":
+        return json.dumps([{"k": i, "v": "abc"} for i in range(600_000)], separators=(",", ":"))
+    if kind == "words":
+        return "word " * 2_000_000
+    return "x" * 10_000_000
+
+
+class TestHugeLines:
+    """Text without line breaks cannot be counted in pieces; it is not encoded whole either."""
+
+    @pytest.mark.parametrize("kind", ["minified json", "words", "one letter"])
+    def test_a_huge_line_that_cannot_fit_is_never_encoded(self, kind: str) -> None:
+        tokenizer = RecordingTokenizer()
+        renderer = CountingEnvironmentRenderer()
+        builder = create_builder(tokenizer=tokenizer)
+        builder.register_renderer(renderer)
+        state = MemoryState(
+            [
+                chunks.user("Dump it.", id="task"),
+                chunks.tool_call("bash", {"cmd": "cat"}, call_id="c1", id="call"),
+                chunks.tool_result("bash", one_huge_line(kind), call_id="c1", id="huge"),
+                chunks.assistant("Too long; I will grep instead.", id="reply"),
+            ]
+        )
+
+        result = builder.build(state, max_tokens=8_000)
+
+        assert result.exclusions["huge"].reason is ExclusionReason.OVER_BUDGET
+        assert max(tokenizer.lengths) < 300_000
+        if kind != "one letter":  # one run of letters is a single pre-token: see docs/limits.md
+            assert "huge" not in renderer.whole
+
+    @settings(max_examples=200, deadline=None)
+    @given(text=texts, extra=texts, repeat=st.integers(1, 400), limit=st.integers(0, 300))
+    def test_more_than_never_claims_a_text_longer_than_it_is(
+        self, text: str, extra: str, repeat: int, limit: int
+    ) -> None:
+        tokenizer = create_tokenizer("gpt-4o")
+        assert isinstance(tokenizer, TiktokenTokenizer)
+        whole = sanitize(text * repeat + extra)
+        start = whole[: len(whole) // 2]
+        if tokenizer.more_than(whole, limit):
+            assert tokenizer.count(whole) > limit
+        if tokenizer.more_than(start, limit, complete=False):
+            assert tokenizer.count(whole) > limit

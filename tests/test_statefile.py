@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+import errno
 import json
 import os
 import re
@@ -19,6 +20,7 @@ from memctx import (
     Chunk,
     MemctxError,
     MemoryState,
+    StateFileAccessError,
     StateFileError,
     UnsupportedVersionError,
     chunks,
@@ -384,15 +386,16 @@ class TestFormatEdges:
 
 
 @pytest.mark.parametrize(
-    ("where", "error"), [("missing/state.json", FileNotFoundError), (".", IsADirectoryError)]
+    ("where", "code"), [("missing/state.json", errno.ENOENT), (".", errno.EISDIR)]
 )
 def test_a_failed_save_names_the_path_given_and_leaves_no_file(
-    tmp_path: Path, where: str, error: type[OSError]
+    tmp_path: Path, where: str, code: int
 ) -> None:
     path = tmp_path / where
 
-    with pytest.raises(error) as info:
+    with pytest.raises(StateFileAccessError, match="cannot write") as info:
         save_state(MemoryState([chunks.user("hi")]), path)
 
-    assert info.value.filename == str(path)
+    assert isinstance(info.value, OSError)
+    assert (info.value.errno, info.value.filename) == (code, str(path))
     assert sorted(p.name for p in tmp_path.iterdir()) == []

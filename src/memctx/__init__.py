@@ -8,6 +8,7 @@ from memctx._build.options import BuildKwargs, BuildOptions
 from memctx._chunk import Chunk, ChunkMetadata, ChunkType, ContextMessage, Role
 from memctx._exceptions import (
     AdapterError,
+    ArgumentError,
     BudgetExceededError,
     BuildOptionError,
     ChatError,
@@ -27,10 +28,13 @@ from memctx._exceptions import (
     RendererError,
     ReplayError,
     SchemaVersionError,
+    StateFileAccessError,
     StateFileError,
+    StateIndexError,
     StoreArgumentError,
     StoreError,
     TeamMessageError,
+    TeamThreadError,
     ThreadExistsError,
     ThreadNotFoundError,
     TokenizerError,
@@ -40,6 +44,7 @@ from memctx._exceptions import (
     UnknownModelError,
     UnsupportedVersionError,
     ViewOperationError,
+    XmlError,
 )
 from memctx._render.declared import DeclaredRenderer, Element
 from memctx._render.registry import GenericRenderer, RendererRegistry, renderer_cache_key
@@ -66,6 +71,7 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "AdapterError",
+    "ArgumentError",
     "BudgetExceededError",
     "BuildKwargs",
     "BuildOptionError",
@@ -105,10 +111,13 @@ __all__ = [
     "ReplayError",
     "Role",
     "SchemaVersionError",
+    "StateFileAccessError",
     "StateFileError",
+    "StateIndexError",
     "StoreArgumentError",
     "StoreError",
     "TeamMessageError",
+    "TeamThreadError",
     "ThreadExistsError",
     "ThreadNotFoundError",
     "TiktokenTokenizer",
@@ -120,6 +129,7 @@ __all__ = [
     "UnknownModelError",
     "UnsupportedVersionError",
     "ViewOperationError",
+    "XmlError",
     "chunks",
     "create_builder",
     "create_tokenizer",

@@ -2,32 +2,39 @@
 
 Every error memctx raises on purpose derives from :class:`MemctxError`, so one
 ``except MemctxError`` catches them all. Each also derives from the builtin
-whose meaning it shares, so code that already catches ``ValueError`` or
-``LookupError`` keeps working::
+whose meaning it shares, so code that already catches ``ValueError``,
+``TypeError`` or ``LookupError`` keeps working::
 
     MemctxError
-    ├── InvalidChunkError (ValueError)        a chunk could not be constructed
+    ├── ArgumentError (ValueError, TypeError) an argument of the wrong type or value
+    │   ├── InvalidChunkError                 a chunk could not be constructed
+    │   ├── BuildOptionError                  a build option has an invalid value
+    │   ├── ChatError                         a chat agent, message, mode or role map is invalid
+    │   │   └── UnknownAgentError (LookupError) ... names an agent the chat does not have
+    │   ├── TeamMessageError                  a team message, speaker or task is malformed
+    │   ├── AdapterError                      an adapter was given an option or input it cannot use
+    │   ├── CompressionError                  a compressor is misconfigured or broke a rule
+    │   ├── StoreArgumentError (StoreError)   a malformed thread id, event, URL or argument
+    │   └── ViewOperationError (StoreError)   a view operation's arguments are invalid
     ├── DuplicateChunkError (ValueError)      two chunks share one id
     ├── ChunkNotFoundError (LookupError)      no chunk has that id
-    ├── StateFileError (ValueError)           a state or snapshot file is malformed
-    │   └── UnsupportedVersionError           ... or written in a version we do not read
+    ├── StateIndexError (IndexError)          a state was indexed out of range
+    ├── StateFileError (ValueError)           a state or snapshot file is malformed or unreadable
+    │   ├── UnsupportedVersionError           ... or written in a version we do not read
+    │   └── StateFileAccessError (OSError)    ... or cannot be read or written at all
     ├── TranscriptError (ValueError)          a chat transcript cannot be imported
+    ├── XmlError (ValueError)                 memctx.xml got a bad name or malformed XML
     ├── RendererError                         a renderer misbehaved
     │   └── PluginLoadError (ImportError)     a renderer plugin could not be loaded
     ├── MissingExtraError (ImportError)       a feature needs an optional extra not installed
     ├── TokenizerError (ValueError)           a tokenizer could not be created
     │   └── UnknownModelError                 ... because the model name is unknown
-    ├── BuildOptionError (ValueError)         a build option has an invalid value
     ├── BudgetExceededError (ValueError)      what must be kept does not fit the budget
     │   └── PromptTooLargeError               ... an agent prompt's fixed parts exceed max_bytes
-    ├── ChatError (ValueError)                a chat agent, message, mode or role map is invalid
-    │   └── UnknownAgentError (LookupError)   ... names an agent the chat does not have
-    ├── TeamMessageError (TypeError)          a team message, speaker or task is malformed
+    ├── TeamThreadError (ValueError)          a store thread holds something other than a team
     ├── InspectError (ValueError)             a build report was asked of a mismatched state
     ├── EmptyContextError (ValueError)        a provider request would hold no conversation
-    ├── AdapterError (ValueError)             an adapter was given an option or input it cannot use
     ├── TurnMismatchError (ValueError)        an adapter got turns the build did not count
-    ├── CompressionError (ValueError)         a compressor is misconfigured or broke a rule
     ├── CompactionError (ValueError)          a compaction cannot be done as asked
     ├── PolicyError (ValueError)              a context policy or model profile option is invalid
     ├── ReplayError (ValueError)              a run cannot be replayed as asked
@@ -35,9 +42,21 @@ whose meaning it shares, so code that already catches ``ValueError`` or
         ├── ThreadNotFoundError (LookupError)
         ├── ThreadExistsError (ValueError)
         ├── ChunkConflictError (ValueError)   another chunk already has that id
-        ├── ViewOperationError (ValueError)   a view operation's arguments are invalid
-        ├── StoreArgumentError (ValueError)   a malformed thread id, event or URL
+        ├── StoreArgumentError                (drawn above, under ArgumentError)
+        ├── ViewOperationError                (drawn above, under ArgumentError)
         └── SchemaVersionError                the database was written by a newer memctx
+
+**Arguments.** An argument of the wrong type and one of the wrong value are
+the same mistake for the caller, so they raise one error: the entry point's
+:class:`ArgumentError` family (``BuildOptionError`` from a build,
+``StoreArgumentError`` from the store, ...), which is both a ``ValueError``
+and a ``TypeError``; plain :class:`ArgumentError` where no family fits (a
+state's index, an ``on_progress`` callback). Errors about *content* -- a
+state file, a transcript, XML, a summary -- raise ``ValueError`` subclasses. Nothing
+else leaves a public entry point on purpose: no bare ``TypeError``,
+``AttributeError``, ``json`` or ``lxml`` error, ``RecursionError`` or
+``OSError`` (a file that cannot be read or written is a
+:class:`StateFileError`).
 
 Catch :class:`MemctxError` at an application boundary; catch the specific
 classes where you can do something about that one failure.
@@ -50,7 +69,18 @@ class MemctxError(Exception):
     """Base class of every error memctx raises on purpose."""
 
 
-class InvalidChunkError(MemctxError, ValueError):
+class ArgumentError(MemctxError, ValueError, TypeError):
+    """An argument of the wrong type or value (see "Arguments" above).
+
+    ``argument`` names it when one argument is to blame.
+    """
+
+    def __init__(self, message: str, *, argument: str | None = None) -> None:
+        self.argument = argument
+        super().__init__(f"{argument}: {message}" if argument else message)
+
+
+class InvalidChunkError(ArgumentError):
     """A chunk was given a value of the wrong type or shape.
 
     ``field`` names the offending field.
@@ -58,7 +88,7 @@ class InvalidChunkError(MemctxError, ValueError):
 
     def __init__(self, field: str, message: str) -> None:
         self.field = field
-        super().__init__(f"{field}: {message}")
+        super().__init__(message, argument=field)
 
 
 class DuplicateChunkError(MemctxError, ValueError):
@@ -78,6 +108,17 @@ class ChunkNotFoundError(MemctxError, LookupError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+class StateIndexError(MemctxError, IndexError):
+    """``index`` is outside a state of ``length`` chunks."""
+
+    def __init__(self, index: int, length: int) -> None:
+        self.index = index
+        self.length = length
+        super().__init__(
+            f"MemoryState index {index} is out of range (the state has {length} chunks)"
+        )
 
 
 class StateFileError(MemctxError, ValueError):
@@ -103,12 +144,31 @@ class UnsupportedVersionError(StateFileError):
     """The document's ``version`` is not one this memctx reads."""
 
 
+class StateFileAccessError(StateFileError, OSError):
+    """A state file could not be read or written (a missing directory, no permission, a
+    full disk): ``errno``, ``strerror`` and ``filename`` (the path given) as on ``OSError``."""
+
+    def __init__(self, action: str, error: OSError, filename: str) -> None:
+        OSError.__init__(self, error.errno, error.strerror or str(error), filename)
+        self.index = None
+        self.field = None
+        self.args = (f"cannot {action} {filename!r}: {error.strerror or error}",)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
 class TranscriptError(MemctxError, ValueError):
     """A chat transcript cannot be imported; ``index`` is the bad message."""
 
     def __init__(self, message: str, *, index: int | None = None) -> None:
         self.index = index
         super().__init__(f"messages[{index}]: {message}" if index is not None else message)
+
+
+class XmlError(MemctxError, ValueError):
+    """:mod:`memctx.xml` was given a tag or attribute name XML does not allow, an unknown
+    content mode, or text that is not one well-formed element."""
 
 
 class RendererError(MemctxError):
@@ -149,12 +209,12 @@ class UnknownModelError(TokenizerError):
         super().__init__(f"unknown model {model!r}; known models and prefixes: {', '.join(known)}")
 
 
-class BuildOptionError(MemctxError, ValueError):
+class BuildOptionError(ArgumentError):
     """The build option ``option`` has an invalid value."""
 
     def __init__(self, option: str, message: str) -> None:
         self.option = option
-        super().__init__(f"{option}: {message}")
+        super().__init__(message, argument=option)
 
 
 class BudgetExceededError(MemctxError, ValueError):
@@ -170,7 +230,7 @@ class BudgetExceededError(MemctxError, ValueError):
         super().__init__(f"{msg} ({detail})" if detail else msg)
 
 
-class ChatError(MemctxError, ValueError):
+class ChatError(ArgumentError):
     """A chat agent, message, mode, mode state or role map is invalid (see :mod:`memctx.chat`)."""
 
 
@@ -203,8 +263,16 @@ class PromptTooLargeError(BudgetExceededError):
         )
 
 
-class TeamMessageError(MemctxError, TypeError):
+class TeamMessageError(ArgumentError):
     """A team conversation was given a message, speaker or team task it cannot take."""
+
+
+class TeamThreadError(MemctxError, ValueError):
+    """The store thread ``thread_id`` holds something other than a team conversation."""
+
+    def __init__(self, thread_id: str, detail: str) -> None:
+        self.thread_id = thread_id
+        super().__init__(f"thread {thread_id!r} is not a team conversation: {detail}")
 
 
 class InspectError(MemctxError, ValueError):
@@ -212,7 +280,7 @@ class InspectError(MemctxError, ValueError):
     or builds that cannot be compared."""
 
 
-class AdapterError(MemctxError, ValueError):
+class AdapterError(ArgumentError):
     """A provider adapter was given an option or an input it cannot use."""
 
 
@@ -248,7 +316,7 @@ class TurnMismatchError(MemctxError, ValueError):
         )
 
 
-class CompressionError(MemctxError, ValueError):
+class CompressionError(ArgumentError):
     """A compressor was given bad settings, or its result broke a rule.
 
     ``compressor`` names it (``None`` when the error is not about one).
@@ -317,11 +385,11 @@ class ChunkConflictError(StoreError, ValueError):
         super().__init__(f"{msg}: {detail}" if detail else msg)
 
 
-class ViewOperationError(StoreError, ValueError):
+class ViewOperationError(StoreError, ArgumentError):
     """A view operation (truncate, insert, replace, ...) got invalid arguments."""
 
 
-class StoreArgumentError(StoreError, ValueError):
+class StoreArgumentError(StoreError, ArgumentError):
     """The store was given an unusable argument.
 
     A malformed thread id, an event whose kind or payload is not usable, or a

@@ -161,10 +161,14 @@ class JSONTextError(ValueError):
 def parse_json_text(text: str | bytes | bytearray) -> Any:
     """Parse JSON text, raising :class:`JSONTextError` (never anything else) when it is bad.
 
-    Besides syntax errors: bytes that are not UTF-8, nesting too deep for the
+    Besides syntax errors: bytes that are not UTF-8 (strictly: no encoded
+    surrogate like ``ED A0 80``, no UTF-16 or UTF-32, which :func:`json.loads`
+    would accept; a UTF-8 byte order mark is skipped), nesting too deep for the
     parser (arrays and objects are checked against the limit where the value
     is used), and integers of more than :data:`~memctx._validators.MAX_INT_DIGITS` digits.
     """
+    if isinstance(text, bytes | bytearray):
+        text = _utf8(bytes(text))
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -179,3 +183,50 @@ def parse_json_text(text: str | bytes | bytearray) -> Any:
         if "integer string conversion" in str(exc):
             raise JSONTextError(f"an integer has more than {MAX_INT_DIGITS} digits") from None
         raise JSONTextError(f"not valid JSON: {exc}") from None
+
+
+_UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def _utf8(raw: bytes) -> str:
+    """``raw`` decoded as strict UTF-8 (a leading byte order mark skipped).
+
+    UTF-16 and UTF-32 (which :func:`json.loads` would guess) are refused by
+    name: JSON text never starts with a NUL byte, and their byte order marks
+    are not UTF-8.
+    """
+    if raw.startswith(_UTF8_BOM):
+        raw = raw[len(_UTF8_BOM) :]
+    head = raw[:4]
+    if head in (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff") or (
+        len(head) == 4 and (head[1:] == b"\x00\x00\x00" or head[:3] == b"\x00\x00\x00")
+    ):
+        raise JSONTextError("not valid UTF-8: the text is UTF-32; save it as UTF-8")
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff") or b"\x00" in head[:2]:
+        raise JSONTextError("not valid UTF-8: the text is UTF-16; save it as UTF-8")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise JSONTextError(f"not valid UTF-8: {exc.reason} at byte {exc.start}") from None
+
+
+def plain_json(value: object) -> Any:
+    """``value`` as plain JSON (what is not JSON becomes its ``str``), or :class:`NotJSONError`.
+
+    For documents of other libraries (a provider's content block, a tool's
+    arguments): an integer of more than
+    :data:`~memctx._validators.MAX_INT_DIGITS` digits or nesting too deep
+    for the parser is refused, never a bare ``ValueError`` or ``RecursionError``.
+    """
+    try:
+        return json.loads(json.dumps(value, default=str))
+    except RecursionError:
+        raise NotJSONError(
+            "value", f"arrays and objects nest more than {MAX_JSON_DEPTH} deep"
+        ) from None
+    except ValueError as exc:
+        if "integer string conversion" in str(exc):
+            raise NotJSONError(
+                "value", f"an integer has more than {MAX_INT_DIGITS} digits"
+            ) from None
+        raise NotJSONError("value", str(exc)) from None

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
+from memctx._exceptions import ArgumentError
+
 T = TypeVar("T")
 
 ProgressCallback = Callable[[int, int], object]
@@ -26,9 +28,17 @@ class Progress:
 
     __slots__ = ("_callback", "_next", "done", "total")
 
-    def __init__(self, callback: ProgressCallback | None, total: int = 0) -> None:
+    def __init__(
+        self,
+        callback: ProgressCallback | None,
+        total: int = 0,
+        *,
+        error: type[ArgumentError] = ArgumentError,
+    ) -> None:
         if callback is not None and not callable(callback):
-            raise TypeError(f"on_progress must be a function of (done, total), got {callback!r}")
+            raise error(
+                f"must be a function of (done, total), got {callback!r}", argument="on_progress"
+            )
         self._callback = callback
         self.total = total
         self.done = 0

@@ -10,7 +10,13 @@ from typing import Any, overload
 import attrs
 
 from memctx._chunk import Chunk, ChunkType
-from memctx._exceptions import ChunkNotFoundError, DuplicateChunkError, InvalidChunkError
+from memctx._exceptions import (
+    ArgumentError,
+    ChunkNotFoundError,
+    DuplicateChunkError,
+    InvalidChunkError,
+    StateIndexError,
+)
 from memctx._units import UnitsIndex
 from memctx._validators import MAX_THREAD_ID_LENGTH, non_empty_str, optional
 
@@ -145,11 +151,17 @@ class MemoryState:
     def __getitem__(self, key: int | slice) -> Chunk | MemoryState:
         if isinstance(key, slice):
             return MemoryState(self.chunks[key], thread_id=self.thread_id)
+        if isinstance(key, bool) or not hasattr(key, "__index__"):
+            hint = "; state.get(chunk_id) finds a chunk by id" if isinstance(key, str) else ""
+            raise ArgumentError(
+                f"a MemoryState index is an int or a slice, got {type(key).__name__}{hint}",
+                argument="index",
+            )
         position = key.__index__()
         if position < 0:
             position += self._length
         if not 0 <= position < self._length:
-            raise IndexError("MemoryState index out of range")
+            raise StateIndexError(key, self._length)
         return self._history.items[position]
 
     def __contains__(self, item: object) -> bool:
@@ -191,6 +203,10 @@ class MemoryState:
 
     def index_of(self, chunk_id: str) -> int:
         """Return the position of the chunk with ``chunk_id``."""
+        if not isinstance(chunk_id, str):
+            raise ArgumentError(
+                f"must be a str, got {type(chunk_id).__name__}", argument="chunk_id"
+            )
         position = self._position(chunk_id)
         if position is None:
             raise ChunkNotFoundError(chunk_id)

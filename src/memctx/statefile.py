@@ -42,8 +42,10 @@ import attrs
 
 from memctx._chunk import Chunk, ChunkMetadata
 from memctx._exceptions import (
+    ArgumentError,
     DuplicateChunkError,
     InvalidChunkError,
+    StateFileAccessError,
     StateFileError,
     UnsupportedVersionError,
 )
@@ -221,18 +223,37 @@ def loads_state(text: str | bytes) -> MemoryState:
     return state_from_dict(parse_json(text))
 
 
+def _path(path: object) -> Path:
+    if not isinstance(path, str | os.PathLike) or isinstance(path, bytes):
+        raise ArgumentError(
+            f"must be a str or an os.PathLike, got {type(path).__name__}", argument="path"
+        )
+    return Path(path)
+
+
 def load_state(path: str | os.PathLike[str]) -> MemoryState:
-    """Read a state file."""
+    """Read a state file; one that cannot be read is a :class:`~memctx.StateFileAccessError`."""
+    file = _path(path)
     try:
-        raw = Path(path).read_bytes()
+        raw = file.read_bytes()
     except OSError as exc:
-        raise StateFileError(f"cannot read {os.fspath(path)!r}: {exc.strerror}") from None
+        raise StateFileAccessError("read", exc, os.fspath(file)) from None
     return loads_state(raw)
 
 
 def save_state(state: MemoryState, path: str | os.PathLike[str]) -> None:
-    """Write ``state`` to ``path`` atomically (a temporary file, then a rename)."""
-    write_text_atomic(Path(path), dumps_state(state) + "\n")
+    """Write ``state`` to ``path`` atomically (a temporary file, then a rename).
+
+    A file that cannot be written (a missing directory, no permission, a
+    full disk) is a :class:`~memctx.StateFileAccessError` (an ``OSError``
+    too), and nothing is left behind.
+    """
+    file = _path(path)
+    text = dumps_state(state) + "\n"
+    try:
+        write_text_atomic(file, text)
+    except OSError as exc:
+        raise StateFileAccessError("write", exc, os.fspath(file)) from None
 
 
 def write_text_atomic(path: Path, text: str) -> None:

@@ -44,6 +44,7 @@ from typing import Final, Literal, TypeAlias
 
 from lxml import etree
 
+from memctx._exceptions import XmlError
 from memctx._validators import XML_FORBIDDEN
 
 __all__ = [
@@ -94,7 +95,7 @@ def _has_markup(text: str) -> bool:
 def check_content_mode(mode: object) -> XmlContentMode:
     """Return ``mode`` if it is a content mode; ``ValueError`` naming the modes otherwise."""
     if mode not in CONTENT_MODES:
-        raise ValueError(f"unknown content mode {mode!r}; choose one of {', '.join(CONTENT_MODES)}")
+        raise XmlError(f"unknown content mode {mode!r}; choose one of {', '.join(CONTENT_MODES)}")
     return mode  # type: ignore[return-value]
 
 
@@ -285,8 +286,11 @@ def render_element(
         # lxml refuses every character XML forbids, so the common case (none)
         # needs no scan of our own.
         xml, replaced = _build(tag, present, content, clean=False)
-    except ValueError:
-        xml, replaced = _build(tag, present, content, clean=True)
+    except (ValueError, TypeError):
+        try:
+            xml, replaced = _build(tag, present, content, clean=True)
+        except (ValueError, TypeError) as exc:  # a name XML does not allow, a value not text
+            raise XmlError(f"cannot render <{tag!s}>: {exc}") from None
     safe = SafeXml(xml)
     safe.replaced = replaced
     return safe
@@ -352,12 +356,17 @@ def parse_element(xml: str) -> tuple[str, dict[str, str], str]:
 
     The inverse of :func:`render_element` (after sanitising): the newline
     after the start tag and the one before the end tag are removed from the
-    content. Raises ``lxml.etree.XMLSyntaxError`` on anything not well formed.
-    Useful in tests of your own renderers.
+    content. Raises :class:`~memctx.XmlError` on anything that is not one
+    well-formed element with text only. Useful in tests of your own renderers.
     """
-    element = etree.fromstring(xml.encode("utf-8"), parser=_STRICT_PARSER)
+    if not isinstance(xml, str):
+        raise XmlError(f"expected the element's text, got {type(xml).__name__}")
+    try:
+        element = etree.fromstring(xml.encode("utf-8", "surrogatepass"), parser=_STRICT_PARSER)
+    except etree.XMLSyntaxError as exc:
+        raise XmlError(f"not a well-formed element: {exc}") from None
     if len(element):
-        raise ValueError(f"<{element.tag}> has child elements; content must be text only")
+        raise XmlError(f"<{element.tag}> has child elements; content must be text only")
     text = element.text or ""
     if text.startswith("\n"):
         text = text[1:]

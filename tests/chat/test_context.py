@@ -125,7 +125,7 @@ class TestBuildChatContext:
 
         assert len(states) == 3
         histories = [[c.content for c in s if c.id.startswith("history-")] for s in states]
-        assert histories[0][0] == "u1"
+        assert histories[0][0] == "From: user\nu1"
         assert histories[1] == histories[2]  # the same messages for those who did not speak
 
     @given(
@@ -169,7 +169,7 @@ class TestStateFor:
 
         assert context_snapshot == result
 
-    def test_the_agents_own_messages_are_assistant_turns_others_user_turns_with_a_name(
+    def test_own_messages_are_assistant_turns_others_user_turns_that_say_who_wrote_them(
         self, cats: list[ChatAgent]
     ) -> None:
         history = [
@@ -182,10 +182,10 @@ class TestStateFor:
         state = context.state_for("silver")
 
         assert [(c.id, c.role, c.content) for c in state][1:] == [
-            ("history-1", "user", "hi"),
+            ("history-1", "user", "From: user\nhi"),
             ("history-2", "assistant", "meow"),
-            ("history-3", "user", "加菲猫: purr"),
-            ("input", "user", "and now?"),
+            ("history-3", "user", "From: 加菲猫 (@garfield)\npurr"),
+            ("input", "user", "From: user\nand now?"),
         ]
         assert state.get("input").metadata.pinned
 

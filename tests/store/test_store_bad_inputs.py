@@ -16,9 +16,15 @@ from typing import Any
 import pytest
 
 from memctx import (
+    BuildOptionError,
+    ChunkNotFoundError,
+    CompactionError,
+    CompressionError,
     InvalidChunkError,
+    MemctxError,
     StateFileError,
     StoreArgumentError,
+    TeamThreadError,
     ViewOperationError,
     chunks,
 )
@@ -381,3 +387,116 @@ class TestApplyView:
             store.apply_view(thread, [chunks.user("x", id="new")], **arguments)
         assert len(str(caught.value)) < 300
         assert db_rows() == before
+
+
+STORE_REFUSALS: dict[str, tuple[Callable[[MemoryStore, str], object], type[Exception], str]] = {
+    "compress(compressors=5)": (lambda s, t: s.compress(t, 5), CompressionError, "list"),
+    "compress(compressors=['x'])": (
+        lambda s, t: s.compress(t, ["x"]),
+        CompressionError,
+        "not a compressor",
+    ),
+    "compact(now='x')": (
+        lambda s, t: s.compact(t, lambda c, p: "s", keep_recent_tokens=0, now="x"),
+        CompactionError,
+        "timezone-aware",
+    ),
+    "create_thread(exist_ok='yes')": (
+        lambda s, t: s.create_thread("new", exist_ok="yes"),
+        StoreArgumentError,
+        "exist_ok",
+    ),
+    "append(on_progress=5)": (
+        lambda s, t: s.append(t, chunks.user("x", id="new"), on_progress=5),
+        StoreArgumentError,
+        "on_progress",
+    ),
+    "export_snapshot(on_progress=5)": (
+        lambda s, t: s.export_snapshot(t, on_progress=5),
+        StoreArgumentError,
+        "on_progress",
+    ),
+    "clear(keep=['nope'])": (lambda s, t: s.clear(t, keep=["nope"]), ChunkNotFoundError, "nope"),
+    "clear(keep=5)": (lambda s, t: s.clear(t, keep=5), ViewOperationError, "keep"),
+    "filter(roles='function')": (
+        lambda s, t: s.filter(t, roles="function"),
+        ViewOperationError,
+        "unknown role",
+    ),
+    "build(compressors=5)": (
+        lambda s, t: s.build(t, 100, compressors=5),
+        BuildOptionError,
+        "compressors",
+    ),
+    "a team opened on a thread that is not one": (
+        lambda s, t: TeamConversation.open(s, t),
+        TeamThreadError,
+        "not a team conversation",
+    ),
+    "a team snapshot nested too deep to parse": (
+        lambda s, t: TeamConversation.open(s, "team").import_snapshot("[" * 50_000 + "]" * 50_000),
+        StateFileError,
+        "nest more than 100 deep",
+    ),
+}
+
+
+class TestEveryStoreEntryPoint:
+    """Each refusal is a documented MemctxError and writes nothing, on both backends."""
+
+    @pytest.mark.parametrize("case", sorted(STORE_REFUSALS))
+    def test_a_bad_call_is_refused_and_writes_nothing(
+        self, store: MemoryStore, thread: str, db_rows: Rows, case: str
+    ) -> None:
+        if case.startswith("a team snapshot"):
+            TeamConversation.open(store, "team")
+        call, error, message = STORE_REFUSALS[case]
+        before = db_rows()
+
+        with pytest.raises(error, match=message) as caught:
+            call(store, thread)
+
+        assert isinstance(caught.value, MemctxError)
+        assert db_rows() == before
+
+
+PARITY_CALLS: dict[str, Callable[[MemoryStore, str], object]] = {
+    **{name: call for name, (call, _, _) in STORE_REFUSALS.items() if "team snapshot" not in name},
+    "append a chunk at every limit": lambda s, t: s.append(
+        t, chunks.user("\U0010ffff" * 1000, id="i" * 256, priority=PRIORITY_MAX)
+    ),
+    "append text with NUL": lambda s, t: s.append(t, chunks.user("a\x00b", id="nul")),
+    "append a lone surrogate": lambda s, t: s.append(t, chunks.user("a\ud800b", id="sur")),
+    "record an event with a 4300-digit int": lambda s, t: s.record_event(t, "k", {"n": 10**4299}),
+    "record an event with a 4301-digit int": lambda s, t: s.record_event(t, "k", {"n": 10**4300}),
+    "filter(roles='tool')": lambda s, t: s.filter(t, roles="tool"),
+    "clear(keep=['s'])": lambda s, t: s.clear(t, keep=["s"]),
+    "thread id of 256 characters": lambda s, t: s.create_thread("t" * 256),
+    "thread id of 257 characters": lambda s, t: s.create_thread("t" * 257),
+    "thread id with NUL": lambda s, t: s.create_thread("a\x00b"),
+}
+
+
+def _outcome(store: MemoryStore, thread: str, call: Callable[[MemoryStore, str], object]) -> object:
+    """What a call did: its error (class and message) or the thread's visible ids after it."""
+    try:
+        call(store, thread)
+    except MemctxError as exc:
+        return (type(exc).__name__, str(exc).replace(store.url, "URL"))
+    return store.get_current_state(thread).ids
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("case", sorted(PARITY_CALLS))
+def test_both_backends_accept_and_refuse_alike(
+    case: str, tmp_path: Any, postgres_server: Any
+) -> None:
+    """The same call on a fresh SQLite and a fresh PostgreSQL store: the same outcome."""
+    outcomes = []
+    for url in (f"sqlite:///{tmp_path / 'parity.db'}", postgres_server.new_database()):
+        with MemoryStore.open(url) as store:
+            store.create_thread("t1")
+            store.append("t1", chunks.system("rules", id="s"), chunks.user("hi", id="u"))
+            outcomes.append(_outcome(store, "t1", PARITY_CALLS[case]))
+
+    assert outcomes[0] == outcomes[1]

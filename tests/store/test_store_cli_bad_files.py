@@ -68,6 +68,18 @@ BAD_FILES: Final[dict[str, dict[str, Any]]] = {
     "empty": {"state": b"", "transcript": b""},
     "not-utf8": {"state": b'{"version": 1, "chunks": ["\xff\xfe"]}', "transcript": b"[\xff]"},
     "not-json": {"state": b'{"version": 1,', "transcript": b"[{"},
+    "encoded-surrogate": {
+        "state": _state(content="@").replace(b'"@"', b'"\xed\xa0\x80"'),
+        "transcript": _transcript("@").replace(b'"@"', b'"\xed\xa0\x80"'),
+    },
+    "utf-32": {
+        "state": _state().decode().encode("utf-32"),
+        "transcript": _transcript().decode().encode("utf-32"),
+    },
+    "utf-16-without-bom": {
+        "state": _state().decode().encode("utf-16-le"),
+        "transcript": _transcript().decode().encode("utf-16-le"),
+    },
     "wrong-shape": {"state": b"42", "transcript": b"42"},
     "wrong-version": {"state": b'{"version": 99, "chunks": []}'},
     "nested-too-deep-to-parse": {

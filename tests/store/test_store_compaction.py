@@ -11,6 +11,7 @@ from memctx import Chunk, CompactionError, CompressionError, chunks
 from memctx.compaction import CompactionPolicy, CompactionReport, ExtractiveSummarizer
 from memctx.compress import CompressionReport, MaxChars, MaxChunks, TrimToolOutputs
 from memctx.store import CONTEXT_COMPACTED, CONTEXT_COMPRESSED, MemoryStore
+from memctx.store._context_ops import ATTEMPTS
 
 Rows = Callable[[], dict[str, list[tuple[object, ...]]]]
 NOW = dt.datetime(2026, 11, 24, 1, 0, tzinfo=dt.UTC)
@@ -160,9 +161,29 @@ class TestCompact:
             return summarize(covered, previous)
 
         report = store.compact(agent, slow, keep_recent_tokens=0)
-        assert len(calls) == 2  # redone on the new view
+        assert len(calls) == 1  # an append does not make the work redone
         assert report.compacted
-        assert "meanwhile" in visible(store, agent)
+        assert "meanwhile" not in report.covered_ids
+        assert visible(store, agent)[-1] == "meanwhile"
+
+    def test_a_view_operation_meanwhile_makes_it_compute_again_on_the_new_view(
+        self, store: MemoryStore, agent: str, open_store: Callable[[], MemoryStore]
+    ) -> None:
+        other = open_store()
+        calls: list[int] = []
+
+        def contested(covered: Sequence[Chunk], previous: str | None) -> str:
+            calls.append(len(covered))
+            if len(calls) <= ATTEMPTS:  # every attempt outside the lock loses the race
+                other.insert(agent, 1, chunks.user("inserted", id=f"ins{len(calls)}"))
+            return "summary"
+
+        report = store.compact(agent, contested, keep_recent_tokens=0)
+        assert len(calls) == ATTEMPTS + 1  # the last one computed with the thread locked
+        assert report.compacted
+        inserted = {f"ins{n}" for n in range(1, ATTEMPTS + 1)}
+        assert inserted <= set(report.covered_ids)  # it covered the view it was written over
+        assert store.batches(agent)[-1].operation == "compact"
 
     def test_keep_recent_tokens_or_a_policy_is_needed(self, store: MemoryStore, agent: str) -> None:
         with pytest.raises(CompactionError, match="keep_recent_tokens or policy"):

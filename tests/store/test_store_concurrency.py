@@ -178,3 +178,46 @@ def test_a_writer_killed_inside_a_batch_leaves_nothing_of_it(
     if store.backend == "sqlite":
         with sql.connect() as connection:
             assert connection.exec_driver_sql("PRAGMA integrity_check").scalar() == "ok"
+
+
+LOADED = 12
+"""Processes in the SQLite load test."""
+
+
+def _mixed_load(store: MemoryStore, worker: int) -> None:
+    """Appends of 1-12 chunks, reads, builds, views and compression, on three shared threads."""
+    from memctx.compress import MaxChars
+
+    for n in range(40):
+        thread = f"load{(worker + n) % 3}"
+        step = (worker * 7 + n) % 8
+        if step < 4:
+            size = 1 + (worker + n) % 12
+            store.append(
+                thread,
+                *(
+                    chunks.user(f"w{worker} n{n} " * 40, id=f"{worker}.{n}.{k}")
+                    for k in range(size)
+                ),
+            )
+        elif step == 4:
+            store.build(thread, max_tokens=2_000)
+        elif step == 5:
+            store.compress(thread, [MaxChars(80)])
+        elif step == 6:
+            store.truncate(thread, keep_last=200)
+        else:
+            store.get_current_state(thread)
+
+
+@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
+def test_twelve_busy_processes_never_see_database_is_locked(
+    store: MemoryStore, store_url: str, api: str
+) -> None:
+    for n in range(3):
+        store.create_thread(f"load{n}")
+
+    run_writers(_mixed_load, api, store_url, LOADED)  # any StoreError fails it
+
+    appended = sum(len(store.history(f"load{n}")) for n in range(3))
+    assert appended >= LOADED * 20

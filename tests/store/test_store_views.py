@@ -260,9 +260,11 @@ class TestFilter:
     @pytest.mark.parametrize(
         ("criteria", "expected"),
         [
-            ({"roles": ["user"]}, ("u", "result")),
+            ({"roles": ["user"]}, ("u",)),
             ({"roles": "assistant"}, ("call", "a")),
-            ({"roles": ["system", "user"]}, ("s", "u", "result")),
+            ({"roles": ["system", "user"]}, ("s", "u")),
+            ({"roles": ["user", "assistant"]}, ("u", "call", "a")),
+            ({"roles": "tool"}, ("result",)),
             ({"types": [ChunkType.AGENT]}, ("u", "a")),
             ({"types": "ENVIRONMENT"}, ("result",)),
             ({"contains": "main.ts"}, ("u", "call", "a")),
@@ -291,7 +293,7 @@ class TestFilter:
         ("criteria", "message"),
         [
             ({}, "at least one of"),
-            ({"roles": ["tool"]}, "unknown role 'tool'"),
+            ({"roles": ["function"]}, "unknown role 'function'"),
             ({"types": ["NOPE"]}, "unknown chunk type"),
             ({"contains": [""]}, r"contains\[0\] must not be empty"),
             ({"excludes": [3]}, r"excludes\[0\] must be a string"),

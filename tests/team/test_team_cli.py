@@ -200,7 +200,7 @@ class TestContextAndPrompt:
         )
 
         assert data["system_flag"] is None
-        assert data["prompt"].startswith("TEAM TASK\nCap the retry delay.")
+        assert data["prompt"].startswith("TEAM TASK\n> Cap the retry delay.")
 
     def test_a_prompt_too_large_is_one_error_line(self, review: str, cli: Any) -> None:
         failed(
@@ -275,3 +275,41 @@ class TestExportImportClear:
         ok(cli("clear", "t1", "--yes"))
 
         assert team_of(db) == ((), None)
+
+
+class TestNoPartialWrites:
+    """A refused command leaves the database as it was: no thread is created for nothing."""
+
+    def threads(self, db: str) -> list[str]:
+        with MemoryStore.open(db) as store:
+            return [info.id for info in store.list_threads()]
+
+    def test_a_bad_snapshot_into_a_new_team_creates_no_thread(self, cli: Any, db: str) -> None:
+        failed(
+            cli("import", "NEW", "-", input='{"version": 1, "messages": {}}'),
+            "Invalid snapshot format",
+        )
+        assert self.threads(db) == []
+
+    def test_a_refused_message_to_a_new_team_creates_no_thread(self, cli: Any, db: str) -> None:
+        failed(cli("add", "NEW", "hello", "--speaker", ""), "roleId is required")
+        assert self.threads(db) == []
+
+    def test_a_task_from_stdin_that_is_not_utf8_creates_no_thread(self, db: str) -> None:
+        result = CliRunner().invoke(
+            main, ["team", "--db", db, "task", "NEW", "-"], input=b"\xff\xfe bad"
+        )
+        failed(result, "not UTF-8")
+        assert self.threads(db) == []
+
+    def test_a_thread_that_is_not_a_team_is_refused_and_unchanged(self, cli: Any, db: str) -> None:
+        from memctx import chunks
+
+        with MemoryStore.open(db) as store:
+            store.create_thread("plain")
+            store.append("plain", chunks.user("hi", id="u1"))
+        failed(cli("task", "plain", "Do it."), "not a team conversation")
+        failed(cli("add", "plain", "hello", "--speaker", "lena"), "not a team conversation")
+        with MemoryStore.open(db) as store:
+            assert store.thread_metadata("plain") == {}
+            assert store.get_current_state("plain").ids == ("u1",)

@@ -67,10 +67,11 @@ class TestAddMessage:
             {"content": None},
             {"content": b"bytes"},
             {"speaker": None},
-            {"speaker": Speaker("", "x")},
+            {"speaker": {"role_id": "lena"}},
             {"addressees": "coder"},
+            {"addressees": 5},
         ],
-        ids=["null", "bytes", "no speaker", "no role id", "string addressees"],
+        ids=["null", "bytes", "no speaker", "not a speaker", "string addressees", "int addressees"],
     )
     def test_a_rejected_message_stores_nothing_and_uses_no_id(
         self, team: TeamConversation, lena: Speaker, call: dict[str, Any]

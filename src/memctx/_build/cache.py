@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Collection, Hashable
+from collections.abc import Callable, Collection, Hashable
 from typing import Final
 
 from memctx._chunk import Chunk, ChunkType, Role
@@ -167,6 +167,7 @@ class ChunkCosts:
         "_items",
         "_media",
         "_media_provider",
+        "_more_than",
         "_partial",
         "_rendered",
         "_renderer",
@@ -199,6 +200,10 @@ class ChunkCosts:
         self._media_provider = media_provider
         # Positions of images and documents (None: not known, every chunk is checked).
         self._media = media_positions
+        more_than = getattr(tokenizer, "more_than", None)
+        self._more_than: Callable[..., bool] | None = (
+            more_than if callable(more_than) else None
+        )
         self.adds_up = adds_up
 
     def media(self, position: int) -> int:
@@ -283,6 +288,13 @@ class ChunkCosts:
         assert not isinstance(counted, _NeedsMore)
         return counted
 
+    def _surely_over(self, text: str, limit: int, *, complete: bool = True) -> bool:
+        """Whether ``text`` (or, not ``complete``, the text it starts) is shown to have more
+        than ``limit`` tokens without encoding it (the tokenizer's ``more_than``, if any)."""
+        if self._more_than is None or len(text) <= LONG_CHUNK_CHARS:
+            return False  # short texts are counted: the report then knows their tokens
+        return self._more_than(text, limit, complete=complete)
+
     def _count_pieces(
         self, position: int, text: str, limit: int, *, whole: bool
     ) -> int | _NeedsMore | None:
@@ -302,12 +314,20 @@ class ChunkCosts:
             cut = safe_split_point(text, target) if 2 * target < len(text) + end else None
             if cut is None:
                 if not whole:
+                    if self._surely_over(text[end:], limit - counted, complete=False):
+                        return None  # its start alone is over the limit
                     return _NEEDS_MORE
-                counted += count(text[end:])
+                rest = text[end:]
+                if self._surely_over(rest, limit - counted):
+                    return None  # surely over the limit, known without encoding it
+                counted += count(rest)
                 self._tokens[position] = counted
                 self._partial.pop(position, None)
                 return counted if counted <= limit else None
-            tokens = count(text[end:cut])
+            piece = text[end:cut]
+            if cut - end > 2 * (target - end) and self._surely_over(piece, limit - counted):
+                return None  # a piece far longer than needed (a huge line) that cannot fit
+            tokens = count(piece)
             rate = max(1.0, 1.1 * (cut - end) / max(tokens, 1))
             counted += tokens
             end = cut

@@ -7,21 +7,27 @@ the budget: the chunks it would shorten are replaced by their shorter
 rendition, oldest first, as few as needed for nothing to be left out (or
 all of them, when even that is not enough); each choice is in the result's
 ``compression`` report, and the build is again an ordinary, exact build.
+
+Chunk ids in the options name the chunks of the state given: the chunks
+``pinned_chunk_ids`` names are kept unchanged by every compressor (as chunks
+pinned by their metadata are), and ``include_only_chunk_ids`` follows each
+chunk to the chunk that stands for it (``derived_from``); a dropped one is
+gone from the compressed state, and the report says so.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from memctx._chunk import Chunk
-from memctx._build.counts import TokenCounter
+from memctx._build.compress_report import CompressionReport, compressor_name
 from memctx._build.compress_step import apply_compressors
-from memctx._build.compress_report import compressor_name
+from memctx._build.counts import TokenCounter
+from memctx._build.options import parse_build_options
+from memctx._chunk import Chunk
 from memctx._exceptions import BudgetExceededError, BuildOptionError
-from memctx._build.options import BuildOptions
 from memctx._result import ContextBuildResult, ExclusionReason
 from memctx._state import MemoryState
 from memctx.typing import Compressor, Tokenizer
@@ -52,14 +58,54 @@ class _OnlyFor:
         return MemoryState((replacement.get(c.id, c) for c in state), thread_id=state.thread_id)
 
 
-def _tokenizer(builder: ContextBuilder, options: Mapping[str, Any]) -> Tokenizer:
-    given = options.get("options")
-    found = given.tokenizer if isinstance(given, BuildOptions) else options.get("tokenizer")
-    return found if found is not None else builder.tokenizer
-
-
 def _fits(result: ContextBuildResult) -> bool:
     return not result.excluded_for(ExclusionReason.OVER_BUDGET)
+
+
+@attrs.frozen
+class _Pins:
+    """The chunks pinned by the option, marked pinned while compressors run, then restored."""
+
+    originals: Mapping[str, Chunk]
+
+    @classmethod
+    def of(cls, state: MemoryState, ids: Iterable[str]) -> _Pins:
+        wanted = set(ids)
+        return cls({c.id: c for c in state if c.id in wanted and not c.metadata.pinned})
+
+    def mark(self, state: MemoryState) -> MemoryState:
+        if not self.originals:
+            return state
+        return MemoryState(
+            (
+                attrs.evolve(c, metadata=attrs.evolve(c.metadata, pinned=True))
+                if c.id in self.originals
+                else c
+                for c in state
+            ),
+            thread_id=state.thread_id,
+        )
+
+    def restore(self, state: MemoryState) -> MemoryState:
+        if not self.originals:
+            return state
+        return MemoryState((self.originals.get(c.id, c) for c in state), thread_id=state.thread_id)
+
+
+def _follow(
+    ids: tuple[str, ...] | None, replaced: Mapping[str, str], dropped: frozenset[str]
+) -> tuple[str, ...] | None:
+    """``ids`` of the input, each as the id of the chunk that stands for it now."""
+    if ids is None or not (replaced or dropped):
+        return ids
+    found = []
+    for chunk_id in ids:
+        if chunk_id in dropped:
+            continue
+        while chunk_id in replaced:  # an input chunk, cut, then given a cheaper rendition
+            chunk_id = replaced[chunk_id]
+        found.append(chunk_id)
+    return tuple(dict.fromkeys(found))
 
 
 def build_compressed(
@@ -82,12 +128,26 @@ def build_compressed(
         raise BuildOptionError(
             "compress_to_fit", f"must be a compressor (state -> state), got {compress_to_fit!r}"
         )
-    tokenizer = _tokenizer(builder, options)
-    base, report = apply_compressors(state, steps, tokenizer=tokenizer, counter=counter)
+    opts = parse_build_options(max_tokens, options)
+    if not isinstance(state, MemoryState):
+        raise BuildOptionError("state", f"must be a MemoryState, got {type(state).__name__}")
+    tokenizer = opts.tokenizer if opts.tokenizer is not None else builder.tokenizer
+    pins = _Pins.of(state, opts.pinned_chunk_ids)
+    marked = pins.mark(state)
+
+    def build(
+        compressed: MemoryState, report: CompressionReport, also: Mapping[str, str] | None = None
+    ) -> ContextBuildResult:
+        replaced = {**report.replaced_ids, **(also or {})}
+        only = _follow(opts.include_only_chunk_ids, replaced, frozenset(report.dropped_ids))
+        final = attrs.evolve(opts, include_only_chunk_ids=only)
+        return builder.build(pins.restore(compressed), options=final)
+
+    base, report = apply_compressors(marked, steps, tokenizer=tokenizer, counter=counter)
     if compress_to_fit is None:
-        return attrs.evolve(builder.build(base, max_tokens, **options), compression=report)
+        return attrs.evolve(build(base, report), compression=report)
     try:
-        result: ContextBuildResult | None = builder.build(base, max_tokens, **options)
+        result: ContextBuildResult | None = build(base, report)
     except BudgetExceededError:
         result = None  # what must be kept does not fit whole: maybe its renditions do
     if result is not None and _fits(result):
@@ -95,16 +155,21 @@ def build_compressed(
     candidates = _candidates(base, compress_to_fit, tokenizer, counter)
     if not candidates:
         if result is None:
-            return builder.build(base, max_tokens, **options)  # raises BudgetExceededError
+            return build(base, report)  # raises BudgetExceededError
         return attrs.evolve(result, compression=report)
-    chosen = _fewest_that_fit(builder, base, candidates, max_tokens, options)
+
+    def with_renditions(count: int) -> ContextBuildResult:
+        chosen = candidates[:count]
+        return build(_with(base, chosen), report, {c.id: r.id for c, r in chosen})
+
+    count = _fewest_that_fit(with_renditions, len(candidates))
     final, report = apply_compressors(
-        state,
-        [*steps, _OnlyFor(compress_to_fit, frozenset(c.id for c, _ in chosen))],
+        marked,
+        [*steps, _OnlyFor(compress_to_fit, frozenset(c.id for c, _ in candidates[:count]))],
         tokenizer=tokenizer,
         counter=counter,
     )
-    return attrs.evolve(builder.build(final, max_tokens, **options), compression=report)
+    return attrs.evolve(build(final, report), compression=report)
 
 
 def _candidates(
@@ -128,22 +193,16 @@ def _with(base: MemoryState, chosen: list[tuple[Chunk, Chunk]]) -> MemoryState:
     return MemoryState((replacement.get(c.id, c) for c in base), thread_id=base.thread_id)
 
 
-def _fewest_that_fit(
-    builder: ContextBuilder,
-    base: MemoryState,
-    candidates: list[tuple[Chunk, Chunk]],
-    max_tokens: int | None,
-    options: dict[str, Any],
-) -> list[tuple[Chunk, Chunk]]:
-    """The oldest candidates, as few as leave nothing out for the budget (else all of them)."""
+def _fewest_that_fit(build: Callable[[int], ContextBuildResult], candidates: int) -> int:
+    """How many of the oldest candidates leave nothing out for the budget (else all)."""
 
     def fits(count: int) -> bool:
         try:
-            return _fits(builder.build(_with(base, candidates[:count]), max_tokens, **options))
+            return _fits(build(count))
         except BudgetExceededError:
             return False
 
-    low, high = 0, len(candidates)  # fits(low) is false; the answer is in (low, high]
+    low, high = 0, candidates  # fits(low) is false; the answer is in (low, high]
     if not fits(high):
         return candidates
     while high - low > 1:
@@ -152,4 +211,4 @@ def _fewest_that_fit(
             high = middle
         else:
             low = middle
-    return candidates[:high]
+    return high

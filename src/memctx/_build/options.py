@@ -272,7 +272,9 @@ def parse_build_options(max_tokens: int | None, options: Mapping[str, Any]) -> B
     if given is None:
         try:
             return BuildOptions(max_tokens=max_tokens, **options)
-        except TypeError as exc:
+        except BuildOptionError:
+            raise  # a TypeError too (an ArgumentError), already naming its option
+        except TypeError as exc:  # an unknown keyword
             raise BuildOptionError("build", str(exc)) from None
     if options or max_tokens is not None:
         raise BuildOptionError("options", "pass BuildOptions or keywords, not both")

@@ -13,6 +13,7 @@ import base64
 import functools
 import gzip
 import hashlib
+import importlib
 import importlib.resources
 import math
 import threading
@@ -90,6 +91,27 @@ class _ChatFormatMixin:
         return total
 
 
+_UNSETTLED: Final = 4
+"""Characters at the end of a text's start within which a pre-token may still change (a
+contraction such as ``'ll`` joins the word before it; white space looks one ahead)."""
+
+
+@functools.cache
+def _pretokens(name: str, encoding: tiktoken.Encoding) -> tuple[Any, int] | None:
+    """The encoding's pre-token pattern (compiled with ``regex``, as tiktoken's own Python
+    version does) and its longest token in bytes; None when either cannot be had."""
+    source = getattr(encoding, "_pat_str", None)
+    if not isinstance(source, str):
+        return None
+    try:
+        regex = importlib.import_module("regex")
+        pattern = regex.compile(source)
+        longest = max(len(token) for token in encoding.token_byte_values())
+    except Exception:  # a tiktoken without these internals: no shortcut, counts stay exact
+        return None
+    return pattern, longest
+
+
 class TiktokenTokenizer(_ChatFormatMixin):
     """Counts with a tiktoken encoding (``encode_ordinary``: special-token text is plain text)."""
 
@@ -130,6 +152,39 @@ class TiktokenTokenizer(_ChatFormatMixin):
 
     def count(self, text: str) -> int:
         return len(self._encode(text))
+
+    def more_than(self, text: str, limit: int, *, complete: bool = True) -> bool:
+        """True when ``text`` surely has more than ``limit`` tokens; False when that
+        cannot be shown cheaply.
+
+        tiktoken splits a text into pre-tokens (its regular expression) and
+        encodes each one alone, and no token is longer than the encoding's
+        longest (128 bytes for cl100k and o200k): so each pre-token needs at
+        least ``ceil(bytes / longest)`` tokens, and at least one. Adding that
+        up, pre-token after pre-token, stops as soon as it passes ``limit``:
+        a 10 MB line, or 10 MB of minified JSON, is refused without being
+        encoded (encoding a long run of letters takes seconds). With
+        ``complete=False`` ``text`` is the start of a longer text, whose last
+        pre-tokens may continue past it: those ending within its last
+        :data:`_UNSETTLED` characters are not counted.
+        """
+        found = _pretokens(self.encoding_name, self._encoding)
+        if found is None:
+            return False
+        pattern, longest = found
+        total = 0
+        settled = len(text) if complete else len(text) - _UNSETTLED
+        for match in pattern.finditer(text):
+            if match.end() > settled:
+                break
+            piece = match.group()
+            if len(piece) < longest:
+                total += 1
+            else:
+                total += -(-len(piece.encode("utf-8", "surrogatepass")) // longest)
+            if total > limit:
+                return True
+        return False
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         """Count several texts, on several threads when that pays."""

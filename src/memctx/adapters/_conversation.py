@@ -275,6 +275,7 @@ def _turn_role(role: Role) -> Literal["user", "assistant"]:
 
 
 def _plain(chunk: Chunk) -> Any:
+    """The chunk's content as JSON (``None`` for a call made without arguments)."""
     content = chunk.content
     if content is None:
         return {}  # a call without arguments: every provider takes an empty object

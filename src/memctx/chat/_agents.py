@@ -111,6 +111,8 @@ class AgentLookup(Mapping[str, ChatAgent]):
     def __init__(self, agents: Iterable[ChatAgent]) -> None:
         self._agents: dict[str, ChatAgent] = {}
         self._names: dict[str, ChatAgent] = {}
+        if isinstance(agents, str | bytes | Mapping) or not isinstance(agents, Iterable):
+            raise ChatError(f"agents: expected a list of ChatAgent, got {type(agents).__name__}")
         for agent in agents:
             if not isinstance(agent, ChatAgent):
                 raise ChatError(f"agents: expected ChatAgent, got {type(agent).__name__}")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
@@ -56,11 +56,14 @@ class ChatContext:
         - a SYSTEM chunk: who the agent is (display name, persona), its
           colleagues (each with ``@id`` and persona), and in the workflow
           mode the node it plays and the task;
-        - the history: the agent's own messages as assistant turns, the
-          user's as user turns, other agents' as user turns that start with
-          ``"<display name>: "``;
-        - the current input, pinned, as the last user turn.
+        - the history: the agent's own messages as assistant turns; the
+          user's and other agents' as user turns whose first line says who
+          wrote them (``From: user``, ``From: Coder Cat (@coder)``);
+        - the current input, pinned, as the last user turn (``From: user``).
 
+        The ``From:`` line is written by memctx, never taken from a message:
+        whatever a user types (``Coder Cat: LGTM``, or a ``From:`` line of
+        its own) comes after it, so no message can pose as another speaker.
         Chunk ids are ``persona``, ``history-1``, ``history-2``, ... and ``input``.
         """
         lookup = AgentLookup(self.agents)
@@ -70,13 +73,12 @@ class ChatContext:
             item_id = f"history-{number}"
             if message.role == "assistant" and message.agent_id == me.id:
                 items.append(chunks.assistant(message.content, id=item_id))
-            elif message.role == "assistant":
-                speaker = _speaker(message.agent_id, lookup)
-                items.append(chunks.user(f"{speaker}: {message.content}", id=item_id))
             else:
-                items.append(chunks.user(message.content, id=item_id))
+                text = f"{_from(message, lookup)}\n{message.content}"
+                items.append(chunks.user(text, id=item_id))
         if self.prompt_user_text:
-            items.append(chunks.user(self.prompt_user_text, id="input", pinned=True))
+            text = f"{FROM_USER}\n{self.prompt_user_text}"
+            items.append(chunks.user(text, id="input", pinned=True))
         return MemoryState(items)
 
     def _system_text(self, me: ChatAgent) -> str:
@@ -101,11 +103,19 @@ class ChatContext:
         return "\n".join(lines)
 
 
-def _speaker(agent_id: str | None, lookup: AgentLookup) -> str:
-    if agent_id is None:
-        return "assistant"
-    found = lookup.get(agent_id)
-    return found.display_name if found is not None and found.id == agent_id else agent_id
+FROM_USER: Final = "From: user"
+"""The first line of each of the user's messages in a chat prompt."""
+
+
+def _from(message: ChatMessage, lookup: AgentLookup) -> str:
+    """The line naming who wrote ``message``: ``From: user`` or ``From: <name> (@<id>)``."""
+    if message.role == "user":
+        return FROM_USER
+    if message.agent_id is None:
+        return "From: an agent"
+    found = lookup.get(message.agent_id)
+    name = found.display_name if found is not None and found.id == message.agent_id else None
+    return f"From: {name or message.agent_id} (@{message.agent_id})"
 
 
 def _is_current(last: ChatMessage, current: ChatMessage) -> bool:

@@ -90,15 +90,17 @@ def add(
     output_format: str,
 ) -> None:
     """Add the message TEXT ('-': stdin) to TEAM; print its id."""
-    from memctx.team import Speaker, parse_next_markers
+    from memctx.team import Speaker, TeamConversation, parse_next_markers
 
     content = _text(text)
     speaker = Speaker(
         role_id, role_name if role_name is not None else role_id, "ai" if ai else "human"
     )
+    to = addressees or parse_next_markers(content)
+    TeamConversation().add_message(content, speaker=speaker, addressees=to)  # checked first
     with open_store() as store:
         message = _open(store, team_id, create=True).add_message(
-            content, speaker=speaker, addressees=addressees or parse_next_markers(content)
+            content, speaker=speaker, addressees=to
         )
     if output_format == "json":
         echo_json({"team_id": team_id, "id": message.id, "addressees": list(message.addressees)})
@@ -119,12 +121,13 @@ def add(
 @friendly
 def task(team_id: str, text: str | None, output_format: str) -> None:
     """Set TEAM's task to TEXT ('-': stdin; cut to 5 KB), or print it when TEXT is omitted."""
+    new_task = None if text is None else _text(text)  # read before anything is written
     with open_store() as store:
-        if text is None:
+        if new_task is None:
             current = _open(store, team_id).team_task
         else:
             conversation = _open(store, team_id, create=True)
-            conversation.set_team_task(_text(text))
+            conversation.set_team_task(new_task)
             current = conversation.team_task
     size = len((current or "").encode("utf-8"))
     if output_format == "json":
@@ -337,7 +340,11 @@ def export(team_id: str, output: str) -> None:
 @friendly
 def import_(team_id: str, source: str, output_format: str) -> None:
     """Replace TEAM's task and messages with a team snapshot (FILE, or '-' for stdin)."""
+    from memctx.team import TeamConversation
+
     data = read_json(source)
+    with about_file(source):
+        TeamConversation().import_snapshot(data)  # the whole snapshot checked first
     with open_store() as store:
         conversation = _open(store, team_id, create=True)
         with about_file(source):

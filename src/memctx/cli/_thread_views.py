@@ -59,12 +59,20 @@ def truncate(thread_id: str, output_format: str, **options: Any) -> None:
 @click.command("clear")
 @click.argument("thread_id")
 @click.option("--drop-system", is_flag=True, help="Hide the SYSTEM chunks too.")
+@click.option(
+    "--keep",
+    "keep",
+    multiple=True,
+    metavar="CHUNK_ID",
+    help="Show this chunk after the clear too, visible before or not (e.g. a tool description).",
+)
 @_CHANGE_FORMAT
 @db_option
-def clear(thread_id: str, drop_system: bool, output_format: str) -> None:
+def clear(thread_id: str, drop_system: bool, keep: tuple[str, ...], output_format: str) -> None:
     """Hide every visible chunk but the SYSTEM ones (a new batch; history is kept)."""
     with open_store() as store:
-        report(store, thread_id, store.clear(thread_id, keep_system=not drop_system), output_format)
+        batch = store.clear(thread_id, keep_system=not drop_system, keep=keep)
+        report(store, thread_id, batch, output_format)
 
 
 @click.command("filter")
@@ -72,9 +80,9 @@ def clear(thread_id: str, drop_system: bool, output_format: str) -> None:
 @click.option(
     "--role",
     "roles",
-    type=choice(ROLES),
+    type=choice((*ROLES, "tool")),
     multiple=True,
-    help="Keep chunks rendered under this role.",
+    help="Keep chunks rendered under this role (tool: tool and skill results).",
 )
 @click.option(
     "--type", "types", type=choice(CHUNK_TYPES), multiple=True, help="Keep chunks of this type."

@@ -161,7 +161,22 @@ def plan_compaction(
     return CompactionPlan(tuple(covered), previous, total, must_keep)
 
 
+def _check_arguments(
+    state: object, summarizer: object, tokenizer: object, builder: object, now: object
+) -> None:
+    """What :func:`compact` and :meth:`CompactionPolicy.apply` check before any work."""
+    if not isinstance(state, MemoryState):
+        raise CompactionError(f"state must be a MemoryState, got {type(state).__name__}")
+    if not callable(summarizer):
+        raise CompactionError(f"{summarizer!r} is not a summarizer (chunks, previous) -> str")
+    check_counting_tools(tokenizer, builder, CompactionError)
+    if now is not None:
+        _now_ms(now)  # type: ignore[arg-type]
+
+
 def _now_ms(now: dt.datetime | None) -> int:
+    if now is not None and not isinstance(now, dt.datetime):
+        raise CompactionError(f"now must be a timezone-aware datetime, got {type(now).__name__}")
     moment = now if now is not None else dt.datetime.now(dt.UTC)
     if moment.tzinfo is None:
         raise CompactionError("now must be a timezone-aware datetime")
@@ -188,11 +203,7 @@ def compact(
     folded in. When nothing can be covered the state is returned as is.
     """
     _check_tokens("keep_recent_tokens", keep_recent_tokens)
-    if not isinstance(state, MemoryState):
-        raise CompactionError(f"state must be a MemoryState, got {type(state).__name__}")
-    if not callable(summarizer):
-        raise CompactionError(f"{summarizer!r} is not a summarizer (chunks, previous) -> str")
-    check_counting_tools(tokenizer, builder, CompactionError)
+    _check_arguments(state, summarizer, tokenizer, builder, now)
     builder = builder if builder is not None else default_builder()
     tok = tokenizer if tokenizer is not None else builder.tokenizer
     chunks = state.chunks
@@ -253,7 +264,7 @@ def place_summary(
     covered_ids = tuple(chunks[i].id for i in covered)
     compacted_at = _now_ms(now)
     digest = hashlib.sha256(
-        "\0".join([*covered_ids, str(compacted_at), text]).encode()
+        "\0".join([*covered_ids, str(compacted_at), text]).encode("utf-8", "surrogatepass")
     ).hexdigest()[:12]
     newest = chunks[covered[-1]]
     summary = progress_summary(
@@ -389,6 +400,7 @@ class CompactionPolicy:
         now: dt.datetime | None = None,
     ) -> tuple[MemoryState, CompactionReport]:
         """Compact ``state`` if it is due; otherwise return it with a report saying why not."""
+        _check_arguments(state, summarizer, tokenizer, builder, now)
         trigger, keep = self.tokens(budget)
         builder = builder if builder is not None else default_builder()
         tok = tokenizer if tokenizer is not None else builder.tokenizer

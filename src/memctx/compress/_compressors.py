@@ -33,7 +33,9 @@ _OUTPUT_ACTIONS: Final = frozenset({"tool_result", "skill_result"})
 def derived_chunk(chunk: Chunk, text: Any, kind: str) -> Chunk:
     """A new chunk standing for ``chunk``, with ``text`` (or a JSON value) as its content."""
     shown = text if isinstance(text, str) else dumps(text)
-    digest = hashlib.sha256(f"{chunk.id}\0{kind}\0{shown}".encode()).hexdigest()[:10]
+    # "surrogatepass": a lone surrogate, which a build renders as U+FFFD, is hashed as is.
+    key = f"{chunk.id}\0{kind}\0{shown}".encode("utf-8", "surrogatepass")
+    digest = hashlib.sha256(key).hexdigest()[:10]
     metadata = attrs.evolve(chunk.metadata, derived_from=(chunk.id,))
     return attrs.evolve(chunk, id=f"{chunk.id}.{kind}-{digest}", content=text, metadata=metadata)
 
@@ -85,14 +87,8 @@ class MaxChunks:
         )
 
 
-_CUT: Final = re.compile(r"\n\[memctx: cut [\d,]+ of [\d,]+ characters\]\Z")
+_CUT_NUMBERS: Final = re.compile(r"\n\[memctx: cut [\d,]+ of (?P<total>[\d,]+) characters\]\Z")
 _TRIMMED: Final = re.compile(r"\n\[memctx: trimmed [\d,]+ of [\d,]+ characters\]\n")
-
-
-def _cut_already(text: str, max_chars: int) -> bool:
-    """Whether ``text`` is a cut this compressor made: its kept part fits ``max_chars``."""
-    found = _CUT.search(text)
-    return found is not None and found.start() <= max_chars
 
 
 def _trimmed_already(text: str, max_chars: int) -> bool:
@@ -101,10 +97,37 @@ def _trimmed_already(text: str, max_chars: int) -> bool:
     return found is not None and len(text) - (found.end() - found.start()) <= max_chars
 
 
+ELLIPSIS: Final = "\u2026"
+"""Ends a cut too short to hold the line saying what was cut."""
+
+
 def cut_text(text: str, max_chars: int) -> str:
-    """``text`` cut to its first ``max_chars`` characters, with a line saying what was cut."""
-    cut = len(text) - max_chars
-    return f"{text[:max_chars]}\n[memctx: cut {cut:,} of {len(text):,} characters]"
+    """``text`` cut to at most ``max_chars`` characters, the line saying what was cut included.
+
+    The head of ``text`` is kept, then ``[memctx: cut 1,234 of 5,234
+    characters]`` on a line of its own; when ``max_chars`` is too small for
+    that line, the first ``max_chars - 1`` characters and ``…``. A text of at
+    most ``max_chars`` characters is returned as it is: a cut never makes a
+    text longer. Cutting a cut again counts from the original length.
+    """
+    if len(text) <= max_chars:
+        return text
+    found = _CUT_NUMBERS.search(text)
+    head, total = text, len(text)
+    if found is not None:
+        head = text[: found.start()]
+        total = max(int(found["total"].replace(",", "")), len(head))
+    keep = max_chars
+    for _ in range(3):  # the line's length depends on the numbers in it
+        keep = max_chars - len(_cut_line(total - keep, total))
+    if keep < 1:
+        return text[: max_chars - 1] + ELLIPSIS
+    keep = min(keep, len(head))
+    return head[:keep] + _cut_line(total - keep, total)
+
+
+def _cut_line(cut: int, total: int) -> str:
+    return f"\n[memctx: cut {cut:,} of {total:,} characters]"
 
 
 def preview_text(text: str, max_chars: int) -> str:
@@ -180,9 +203,10 @@ def _is_call_object(chunk: Chunk) -> bool:
 class MaxChars:
     """Cap each chunk's content at ``n`` characters, visibly.
 
-    A longer content keeps its first ``n`` characters, followed by a line
-    saying how many characters were cut (the new content is text; a JSON
-    content is cut in its serialised form). A tool or skill call whose
+    A longer content keeps its head, followed by a line saying how many
+    characters were cut, ``n`` characters in all: that line counts (see
+    :func:`cut_text`), so a content never grows. The new content is text; a
+    JSON content is cut in its serialised form. A tool or skill call whose
     arguments are a JSON object stays one (so it is still sent as a native
     call): its longest strings are cut, each marked, until the object fits
     (or every string is as short as a cut makes it). Protected chunks are
@@ -211,7 +235,7 @@ class MaxChars:
                 if len(text) > self.n and not _has_json_cut(chunk.content):
                     arguments = shortened_arguments(chunk.content, self.n)
                     replacements[position] = derived_chunk(chunk, arguments, "cut")
-            elif len(text) > self.n and not _cut_already(text, self.n):
+            elif len(text) > self.n:
                 replacements[position] = derived_chunk(chunk, cut_text(text, self.n), "cut")
         return _replace_some(state, replacements)
 
@@ -223,13 +247,18 @@ def _tool_names(value: Iterable[str] | None) -> frozenset[str] | None:
         raise CompressionError(
             "tools must be a list of names, not one string", compressor="TrimToolOutputs"
         )
-    names = frozenset(value)
+    if isinstance(value, bytes | Mapping) or not isinstance(value, Iterable):
+        raise CompressionError(
+            f"tools must be a list of names, got {type(value).__name__}",
+            compressor="TrimToolOutputs",
+        )
+    names = list(value)
     for name in names:
         if not isinstance(name, str) or not name:
             raise CompressionError(
                 f"tools must be non-empty strings, got {name!r}", compressor="TrimToolOutputs"
             )
-    return names
+    return frozenset(names)
 
 
 def is_tool_output(chunk: Chunk) -> bool:

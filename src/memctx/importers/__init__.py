@@ -39,7 +39,7 @@ from memctx._validators import describe
 from memctx.importers._anthropic import load_anthropic_messages
 from memctx.importers._langchain import from_langchain
 from memctx.importers._media import media_part
-from memctx.importers._report import ImportReport, first_user_pinned
+from memctx.importers._report import ImportReport, check_options, first_user_pinned
 from memctx.importers._responses import load_responses_items
 
 __all__ = [
@@ -148,6 +148,7 @@ def import_openai_messages(
     as the messages are converted (about a hundred times, the last with
     ``done == total``).
     """
+    check_options(pin_task, unknown_roles)
     if not isinstance(messages, Sequence) or isinstance(messages, str | bytes):
         raise TranscriptError("a transcript must be a list of messages")
     progress = Progress(on_progress)
@@ -237,6 +238,7 @@ def load_openai_transcript(
     on_progress: Callable[[int, int], object] | None = None,
 ) -> tuple[MemoryState, ImportReport]:
     """Import a parsed JSON document: a list of messages, or an object with ``messages``."""
+    check_options(pin_task, unknown_roles)
     if isinstance(data, Mapping):
         if "messages" not in data:
             raise TranscriptError("an object transcript needs a 'messages' list")

@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from memctx import chunks
 from memctx._chunk import Chunk
 from memctx._exceptions import InvalidChunkError, TranscriptError
+from memctx._json import NotJSONError, dumps, plain_json
 from memctx._state import MemoryState
 from memctx.importers._media import from_url, media_chunk
-from memctx.importers._report import ImportReport, first_user_pinned
+from memctx.importers._report import ImportReport, check_options, first_user_pinned
+
+
+def _plain(block: object, index: int) -> Any:
+    """A block of the transcript as plain JSON; one that cannot be is a TranscriptError."""
+    try:
+        return plain_json(block)
+    except NotJSONError as exc:
+        raise TranscriptError(
+            f"a content block cannot be read: {exc.message}", index=index
+        ) from None
 
 
 def block_text(content: Any, index: int) -> str:
@@ -26,7 +36,7 @@ def block_text(content: Any, index: int) -> str:
             if isinstance(block, Mapping) and block.get("type") == "text":
                 texts.append(str(block.get("text", "")))
             else:
-                texts.append(json.dumps(block, ensure_ascii=False, default=str))
+                texts.append(dumps(_plain(block, index)))
         return "\n".join(texts)
     raise TranscriptError(
         f"content must be a string or a list of blocks, got {type(content).__name__}", index=index
@@ -57,6 +67,7 @@ def load_anthropic_messages(
     block's JSON and listed in the report's ``unknown_blocks``. The first
     user message is pinned unless ``pin_task=False``.
     """
+    check_options(pin_task, unknown_roles)
     system: Any = None
     if isinstance(data, Mapping):
         if "messages" not in data:
@@ -166,7 +177,7 @@ def _block(
         if block.get("is_error"):
             return chunks.tool_error(tool, output, call_id=call_id, id=chunk_id)
         return chunks.tool_result(tool, output, call_id=call_id, id=chunk_id)
-    payload = json.loads(json.dumps(block, default=str))
+    payload = _plain(block, index)
     return chunks.custom(
         f"anthropic_{kind}", payload, "user" if role == "user" else "assistant", id=chunk_id
     )

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from memctx import chunks
 from memctx._chunk import Chunk
 from memctx._exceptions import InvalidChunkError, TranscriptError
+from memctx._json import NotJSONError, plain_json
 from memctx._state import MemoryState
 from memctx.importers._anthropic import block_text
-from memctx.importers._report import ImportReport, first_user_pinned
+from memctx.importers._report import ImportReport, check_options, first_user_pinned
 
 
 def from_langchain(
@@ -30,6 +30,7 @@ def from_langchain(
     """
     from memctx.adapters._langchain import require_langchain
 
+    check_options(pin_task)
     lc = require_langchain()
     if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
         raise TranscriptError("expected a list of LangChain messages")
@@ -69,7 +70,7 @@ def from_langchain(
                     out.append(
                         chunks.tool_call(
                             name,
-                            json.loads(json.dumps(call.get("args") or {}, default=str)),
+                            plain_json(call.get("args") or {}),
                             call_id=call_id,
                             status=status,
                             id=f"{base}_call{k}",
@@ -85,7 +86,7 @@ def from_langchain(
             else:
                 unknown.append((index, kind))
                 out.append(chunks.custom(f"langchain_{kind}", text, "user", id=base))
-        except InvalidChunkError as exc:
+        except (InvalidChunkError, NotJSONError) as exc:
             raise TranscriptError(str(exc), index=index) from None
     unanswered = tuple(call_id for call_id in names if call_id not in answered)
     if pin_task:

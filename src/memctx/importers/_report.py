@@ -7,6 +7,9 @@ from collections.abc import Sequence
 import attrs
 
 from memctx._chunk import Chunk, ChunkType
+from memctx._exceptions import ArgumentError
+
+UNKNOWN_ROLES = ("keep", "error")
 
 
 @attrs.frozen
@@ -33,3 +36,13 @@ def first_user_pinned(chunks: Sequence[Chunk]) -> list[Chunk]:
                 out[position] = attrs.evolve(chunk, metadata=metadata)
             break
     return out
+
+
+def check_options(pin_task: object, unknown_roles: object = "keep") -> None:
+    """The options every importer takes, checked before anything is read."""
+    if not isinstance(pin_task, bool):
+        raise ArgumentError(f"must be True or False, got {pin_task!r}", argument="pin_task")
+    if unknown_roles not in UNKNOWN_ROLES or not isinstance(unknown_roles, str):
+        raise ArgumentError(
+            f"must be 'keep' or 'error', got {unknown_roles!r}", argument="unknown_roles"
+        )

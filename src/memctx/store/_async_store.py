@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, Self, TypeVar, Unpack
 
 from sqlalchemy.engine import URL
@@ -26,7 +25,7 @@ from memctx._build.builder import ContextBuilder, create_builder
 from memctx._build.compress_report import CompressionReport
 from memctx._build.options import BuildKwargs, parse_build_options
 from memctx._chunk import Chunk, ChunkType
-from memctx._exceptions import StoreError, ThreadExistsError
+from memctx._exceptions import StoreArgumentError, StoreError, ThreadExistsError
 from memctx._progress import Progress
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
@@ -40,6 +39,7 @@ from memctx.store._engine import (
     ensure_schema_async,
     read_engine,
     resolve_url,
+    retry_busy_async,
     write_engine,
 )
 from memctx.store._records import Batch, StoredChunk, StoreEvent, ThreadInfo
@@ -129,19 +129,6 @@ class AsyncMemoryStore:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"
 
-    @asynccontextmanager
-    async def _session(self, *, write: bool) -> AsyncIterator[AsyncSession]:
-        """One transaction, committed when the block ends, rolled back if it raises."""
-        bind = self._write if write else self._read
-        try:
-            async with (
-                AsyncSession(bind, expire_on_commit=False, autoflush=False) as session,
-                session.begin(),
-            ):
-                yield session
-        except SQLAlchemyError as exc:
-            raise StoreError(f"database error ({self.url}): {database_error(exc)}") from None
-
     async def _run(
         self,
         write: bool,
@@ -149,16 +136,31 @@ class AsyncMemoryStore:
         *args: P.args,
         **kwargs: P.kwargs,
     ) -> R:
-        """Run ``operation(session, *args)`` in one transaction."""
-        async with self._session(write=write) as session:
-            # sqlmodel's AsyncSession hands the operation its sync sqlmodel Session;
-            # SQLAlchemy's annotation names the base class.
-            return await session.run_sync(operation, *args, **kwargs)  # type: ignore[arg-type]
+        """Run ``operation(session, *args)`` in one transaction (see :meth:`MemoryStore._run`)."""
+        bind = self._write if write else self._read
+
+        async def attempt() -> R:
+            async with (
+                AsyncSession(bind, expire_on_commit=False, autoflush=False) as session,
+                session.begin(),
+            ):
+                # sqlmodel's AsyncSession hands the operation its sync sqlmodel Session;
+                # SQLAlchemy's annotation names the base class.
+                return await session.run_sync(operation, *args, **kwargs)  # type: ignore[arg-type]
+
+        try:
+            return await retry_busy_async(attempt)
+        except SQLAlchemyError as exc:
+            raise StoreError(f"database error ({self.url}): {database_error(exc)}") from None
 
     # -- the same methods as MemoryStore ----------------------------------------------------
 
     async def create_thread(self, thread_id: str | None = None, *, exist_ok: bool = False) -> str:
         """See :meth:`MemoryStore.create_thread`."""
+        if not isinstance(exist_ok, bool):
+            raise StoreArgumentError(
+                f"must be True or False, got {exist_ok!r}", argument="exist_ok"
+            )
         try:
             return await self._run(True, _thread_ops.create_thread, thread_id)
         except ThreadExistsError:
@@ -202,7 +204,7 @@ class AsyncMemoryStore:
     ) -> int:
         """See :meth:`MemoryStore.append` (``on_progress`` is called on the event loop's
         thread, between database calls)."""
-        progress = Progress(on_progress)
+        progress = Progress(on_progress, error=StoreArgumentError)
         return await self._run(
             True, _thread_ops.append, thread_id, chunks, thread_metadata, progress
         )
@@ -263,9 +265,11 @@ class AsyncMemoryStore:
         """See :meth:`MemoryStore.replace`."""
         return await self._run(True, _view_ops.replace, thread_id, target, chunk)
 
-    async def clear(self, thread_id: str, *, keep_system: bool = True) -> int:
+    async def clear(
+        self, thread_id: str, *, keep_system: bool = True, keep: str | Iterable[str] = ()
+    ) -> int:
         """See :meth:`MemoryStore.clear`."""
-        return await self._run(True, _view_ops.clear, thread_id, keep_system)
+        return await self._run(True, _view_ops.clear, thread_id, keep_system, keep)
 
     async def filter(
         self,
@@ -306,7 +310,11 @@ class AsyncMemoryStore:
     ) -> CompressionReport:
         """See :meth:`MemoryStore.compress` (the work runs in a worker thread)."""
         return await compress_thread_async(
-            self, thread_id, compressors, tokenizer=tokenizer, builder=self._builder_for(builder)
+            self._run,
+            thread_id,
+            compressors,
+            tokenizer=tokenizer,
+            builder=self._builder_for(builder),
         )
 
     async def compact(
@@ -323,7 +331,7 @@ class AsyncMemoryStore:
     ) -> CompactionReport:
         """See :meth:`MemoryStore.compact` (the summarizer runs in a worker thread)."""
         return await compact_thread_async(
-            self,
+            self._run,
             thread_id,
             summarizer,
             keep_recent_tokens=keep_recent_tokens,
@@ -346,7 +354,7 @@ class AsyncMemoryStore:
         self, thread_id: str, *, on_progress: Callable[[int, int], object] | None = None
     ) -> dict[str, Any]:
         """See :meth:`MemoryStore.export_snapshot`."""
-        progress = Progress(on_progress)
+        progress = Progress(on_progress, error=StoreArgumentError)
         return await self._run(False, _snapshot.export_thread, thread_id, progress)
 
     async def import_snapshot(
@@ -357,7 +365,7 @@ class AsyncMemoryStore:
         on_progress: Callable[[int, int], object] | None = None,
     ) -> str:
         """See :meth:`MemoryStore.import_snapshot`."""
-        progress = Progress(on_progress)
+        progress = Progress(on_progress, error=StoreArgumentError)
         return await self._run(True, _snapshot.import_snapshot, data, thread_id, progress)
 
     async def events(self, thread_id: str, kind: str | None = None) -> tuple[StoreEvent, ...]:
@@ -390,7 +398,16 @@ class AsyncMemoryStore:
     ) -> ContextBuildResult:
         """See :meth:`MemoryStore.build` (the build itself runs in the event loop)."""
         builder = self._builder_for(builder)
+        compressors = options.pop("compressors", None)
+        compress_to_fit = options.pop("compress_to_fit", None)
         parsed = parse_build_options(max_tokens, options)
+        if compressors is not None or compress_to_fit is not None:
+            state, seen = await self._run(False, _view_ops.read_view, thread_id)
+            compressed, events = _build.compressed_built(
+                builder, state, seen.batch, parsed, compressors, compress_to_fit
+            )
+            await self._run(True, _build.record_events, thread_id, events)
+            return compressed
         keys = _build.cache_keys(builder, parsed)
         if _paged.pageable(parsed):
             kept = self._built_states.get_paged(thread_id)

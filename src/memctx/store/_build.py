@@ -34,6 +34,7 @@ from memctx._chunk import Chunk
 from memctx._exceptions import StoreArgumentError
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
+from memctx.store._context_ops import CONTEXT_COMPRESSED
 from memctx.store._paged import PagedBuilt, Read
 from memctx.store._paged_thread import PagedThread
 from memctx.store._queries import (
@@ -325,6 +326,40 @@ def drive(steps: Generator[Read, Any, T], run: Callable[..., Any]) -> T:
             request = steps.send(run(function, *arguments))
     except StopIteration as stop:
         return stop.value  # type: ignore[no-any-return]
+
+
+def compressed_built(
+    builder: ContextBuilder,
+    state: MemoryState,
+    batch: int,
+    options: BuildOptions,
+    compressors: Any,
+    compress_to_fit: Any,
+) -> tuple[ContextBuildResult, list[tuple[str, dict[str, Any]]]]:
+    """A build with ``compressors`` / ``compress_to_fit`` of the visible ``state`` and the
+    events it records: ``context.built``, and ``context.compressed`` when something was cut.
+
+    Counts are not stored (the compressed chunks are not the thread's).
+    """
+    result = builder.build(
+        state, options=options, compressors=compressors, compress_to_fit=compress_to_fit
+    )
+    payload = build_payload(
+        batch, options, result, visible=len(state), reused=0, counted=0, read=len(state)
+    )
+    events: list[tuple[str, dict[str, Any]]] = [(CONTEXT_BUILT, payload)]
+    if result.compression is not None and result.compression.changed:
+        events.append((CONTEXT_COMPRESSED, result.compression.to_event()))
+    return result, events
+
+
+def record_events(
+    session: Session, thread_id: str, events: list[tuple[str, dict[str, Any]]]
+) -> None:
+    """Record a build's events, in one write transaction."""
+    thread_version(session, thread_id, lock=True)
+    for kind, payload in events:
+        record_event(session, thread_id, kind, payload)
 
 
 def record_build(session: Session, thread_id: str, built: Built) -> None:

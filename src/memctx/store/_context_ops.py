@@ -8,29 +8,34 @@ chunks join it, and ``rollback`` to the previous batch restores the view.
 Nothing is written when nothing changed.
 
 The new view is computed outside the write transaction (a summarizer may
-call a model for seconds). If the thread changed meanwhile (an append,
-another view operation), the work is redone on the new view, up to
-:data:`ATTEMPTS` times, so an appended chunk is not hidden by a view
-computed before it arrived; the check and the write are not one
-transaction, so a change in the last milliseconds can still slip through.
+call a model for seconds) from what :func:`~._view_ops.read_view` read, and
+written by :func:`~._view_ops.apply_seen_view`, which keeps visible after the
+view every chunk appended since that read: an operation covers only the
+chunks it saw, so an append is never hidden. When another view operation
+started a batch meanwhile, the view is computed again; after
+:data:`ATTEMPTS` such conflicts it is computed inside the write transaction,
+the thread locked (on SQLite, the database's write lock) while it runs.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
+
+from sqlmodel import Session
 
 from memctx._build.builder import ContextBuilder
 from memctx._build.compress_report import CompressionReport, compressor_params
 from memctx._chunk import Chunk
-from memctx._exceptions import CompactionError, StoreError
+from memctx._exceptions import CompactionError, CompressionError, StoreError
 from memctx._state import MemoryState
 from memctx.compress import compress
 from memctx.compress._compaction import CompactionPolicy, CompactionReport, compact
 from memctx.store import _view_ops
 from memctx.store._records import ThreadInfo
+from memctx.store._view_ops import Seen, apply_seen_view, read_view
 from memctx.typing import Compressor, Summarizer, Tokenizer
 
 if TYPE_CHECKING:
@@ -42,48 +47,26 @@ CONTEXT_COMPACTED: Final = "context.compacted"
 """Event kind recorded by :meth:`MemoryStore.compact` when a summary replaced chunks."""
 
 
-ATTEMPTS: Final = 3
+ATTEMPTS: Final = 5
+"""Computations outside the write transaction before one is done inside it."""
 R = TypeVar("R")
-
-
-class ThreadViews(Protocol):
-    """What these operations need of a store."""
-
-    def get_current_state(self, thread_id: str) -> MemoryState: ...
-
-    def thread_info(self, thread_id: str) -> ThreadInfo: ...
-
-    def apply_view(
-        self,
-        thread_id: str,
-        chunks: Sequence[Chunk],
-        *,
-        operation: str,
-        params: Mapping[str, Any] | None = None,
-        events: Sequence[tuple[str, Mapping[str, Any]]] = (),
-    ) -> int: ...
-
-
-class AsyncThreadViews(Protocol):
-    """What the asyncio versions need of an :class:`AsyncMemoryStore`."""
-
-    async def get_current_state(self, thread_id: str) -> MemoryState: ...
-
-    async def thread_info(self, thread_id: str) -> ThreadInfo: ...
-
-    async def apply_view(
-        self,
-        thread_id: str,
-        chunks: Sequence[Chunk],
-        *,
-        operation: str,
-        params: Mapping[str, Any] | None = None,
-        events: Sequence[tuple[str, Mapping[str, Any]]] = (),
-    ) -> int: ...
-
 
 Write = tuple[Sequence[Chunk], str, dict[str, Any], list[tuple[str, dict[str, Any]]]]
 """What to hand to ``apply_view``: chunks, operation, params, events."""
+Work = Callable[[MemoryState], tuple[R, Write | None]]
+"""Computes a report and, when something changed, the view to write."""
+
+
+class Run(Protocol):
+    """A store's ``_run``: ``operation(session, *args)`` in one transaction."""
+
+    def __call__(self, write: bool, operation: Callable[..., R], *args: Any) -> R: ...
+
+
+class AsyncRun(Protocol):
+    """An asyncio store's ``_run``."""
+
+    def __call__(self, write: bool, operation: Callable[..., R], *args: Any) -> Awaitable[R]: ...
 
 
 def _compression(
@@ -131,45 +114,59 @@ def _compaction(
     return report, (new.chunks, "compact", params, [(CONTEXT_COMPACTED, report.to_event())])
 
 
+def _steps(compressors: object) -> list[Compressor]:
+    """The compressors, checked before the thread is read."""
+    if isinstance(compressors, str | bytes) or not isinstance(compressors, Iterable):
+        raise CompressionError(f"compressors must be a list of compressors, got {compressors!r}")
+    steps = list(compressors)
+    for step in steps:
+        if not callable(step):
+            raise CompressionError(f"{step!r} is not a compressor (a callable state -> state)")
+    return steps
+
+
 def _check_choice(keep_recent_tokens: int | None, policy: CompactionPolicy | None) -> None:
     if (keep_recent_tokens is None) == (policy is None):
         raise CompactionError("give keep_recent_tokens or policy, not both and not neither")
 
 
-def _run(
-    store: ThreadViews, thread_id: str, work: Callable[[MemoryState], tuple[R, Write | None]]
-) -> R:
-    for _ in range(ATTEMPTS):
-        before = _version(store.thread_info(thread_id))
-        result, write = work(store.get_current_state(thread_id))
-        if _version(store.thread_info(thread_id)) == before:
-            break
+def _write(session: Session, thread_id: str, write: Write, seen: Seen) -> int | None:
+    chunks, operation, params, events = write
+    return apply_seen_view(session, thread_id, chunks, operation, params, events, seen)
+
+
+def _locked(session: Session, thread_id: str, work: Work[R]) -> R:
+    """Read, compute and write in one write transaction, the thread locked throughout."""
+    state, seen = read_view(session, thread_id, lock=True)
+    result, write = work(state)
     if write is not None:
-        chunks, operation, params, events = write
-        store.apply_view(thread_id, chunks, operation=operation, params=params, events=events)
+        _write(session, thread_id, write, seen)
     return result
 
 
-async def _run_async(
-    store: AsyncThreadViews,
-    thread_id: str,
-    work: Callable[[MemoryState], tuple[R, Write | None]],
-) -> R:
+def _run(run: Run, thread_id: str, work: Work[R]) -> R:
     for _ in range(ATTEMPTS):
-        before = _version(await store.thread_info(thread_id))
-        state = await store.get_current_state(thread_id)
+        state, seen = run(False, read_view, thread_id)
+        result, write = work(state)
+        if write is None or run(True, _write, thread_id, write, seen) is not None:
+            return result
+    done: R = run(True, _locked, thread_id, work)
+    return done
+
+
+async def _run_async(run: AsyncRun, thread_id: str, work: Work[R]) -> R:
+    for _ in range(ATTEMPTS):
+        state, seen = await run(False, read_view, thread_id)
         # Compressing, counting and summarising block: keep them off the event loop.
         result, write = await asyncio.to_thread(work, state)
-        if _version(await store.thread_info(thread_id)) == before:
-            break
-    if write is not None:
-        chunks, operation, params, events = write
-        await store.apply_view(thread_id, chunks, operation=operation, params=params, events=events)
-    return result
+        if write is None or await run(True, _write, thread_id, write, seen) is not None:
+            return result
+    done: R = await run(True, _locked, thread_id, work)
+    return done
 
 
 def compress_thread(
-    store: ThreadViews,
+    run: Run,
     thread_id: str,
     compressors: Iterable[Compressor],
     *,
@@ -177,12 +174,12 @@ def compress_thread(
     builder: ContextBuilder,
 ) -> CompressionReport:
     """Compress the visible chunks of ``thread_id``; write only if something was cut."""
-    steps = list(compressors)
-    return _run(store, thread_id, lambda state: _compression(state, steps, tokenizer, builder))
+    steps = _steps(compressors)
+    return _run(run, thread_id, lambda state: _compression(state, steps, tokenizer, builder))
 
 
 async def compress_thread_async(
-    store: AsyncThreadViews,
+    run: AsyncRun,
     thread_id: str,
     compressors: Iterable[Compressor],
     *,
@@ -190,14 +187,14 @@ async def compress_thread_async(
     builder: ContextBuilder,
 ) -> CompressionReport:
     """:func:`compress_thread` for an :class:`AsyncMemoryStore`."""
-    steps = list(compressors)
+    steps = _steps(compressors)
     return await _run_async(
-        store, thread_id, lambda state: _compression(state, steps, tokenizer, builder)
+        run, thread_id, lambda state: _compression(state, steps, tokenizer, builder)
     )
 
 
 def compact_thread(
-    store: ThreadViews,
+    run: Run,
     thread_id: str,
     summarizer: Summarizer,
     *,
@@ -211,7 +208,7 @@ def compact_thread(
     """Compact the visible chunks of ``thread_id`` (or only when ``policy`` says it is due)."""
     _check_choice(keep_recent_tokens, policy)
     return _run(
-        store,
+        run,
         thread_id,
         lambda state: _compaction(
             state, summarizer, keep_recent_tokens, policy, budget, tokenizer, builder, now
@@ -220,7 +217,7 @@ def compact_thread(
 
 
 async def compact_thread_async(
-    store: AsyncThreadViews,
+    run: AsyncRun,
     thread_id: str,
     summarizer: Summarizer,
     *,
@@ -234,7 +231,7 @@ async def compact_thread_async(
     """:func:`compact_thread` for an :class:`AsyncMemoryStore`."""
     _check_choice(keep_recent_tokens, policy)
     return await _run_async(
-        store,
+        run,
         thread_id,
         lambda state: _compaction(
             state, summarizer, keep_recent_tokens, policy, budget, tokenizer, builder, now

@@ -7,6 +7,15 @@ with ``BEGIN IMMEDIATE`` so it holds the write lock from its first statement
 worse, works on data another writer has just changed). Read transactions use
 a plain ``BEGIN``, which in WAL mode gives them one consistent snapshot.
 
+SQLite's busy handler is not the whole story: it is not called for every
+``SQLITE_BUSY`` (a commit that finds the database busy, a reader that meets
+a WAL being recovered or checkpointed), and a busy ``COMMIT`` leaves a
+transaction that is rolled back. So every store call runs its transaction
+again (:func:`retry_busy`), from the start, when SQLite answers
+``SQLITE_BUSY`` or ``SQLITE_LOCKED``, until :data:`SQLITE_BUSY_TIMEOUT_MS` of
+wall-clock time have passed since the call began: "database is locked"
+never reaches a caller before that.
+
 PostgreSQL runs reads at ``REPEATABLE READ`` (one snapshot per read) and
 writes at ``READ COMMITTED``, each write locking its thread's row first
 (``SELECT ... FOR UPDATE``), which orders concurrent writers of one thread.
@@ -14,15 +23,19 @@ writes at ``READ COMMITTED``, each write locking its thread's row first
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
+import random
+import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
 import platformdirs
 from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Session, select
@@ -33,6 +46,7 @@ from memctx.store._schema import SCHEMA_VERSION, SchemaInfo, StoreModel
 from memctx.store._search_index import create_index
 
 _log = logging.getLogger(__name__)
+R = TypeVar("R")
 
 DATABASE_URL_ENV: Final = "MEMCTX_DATABASE_URL"
 """The environment variable naming the database :meth:`MemoryStore.open` uses by default."""
@@ -192,6 +206,62 @@ def _configure(engine: Engine) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
 
+_BUSY_CODES: Final = frozenset({5, 6})  # SQLITE_BUSY, SQLITE_LOCKED (and their extended codes)
+_BUSY_MESSAGES: Final = ("database is locked", "database table is locked", "database is busy")
+
+
+def is_busy(exc: BaseException) -> bool:
+    """Whether ``exc`` (a SQLAlchemy error) is SQLite saying another connection holds a lock."""
+    orig = getattr(exc, "orig", None)
+    code = getattr(orig, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF in _BUSY_CODES
+    message = str(orig if orig is not None else exc)
+    return isinstance(exc, OperationalError) and any(m in message for m in _BUSY_MESSAGES)
+
+
+class Busy:
+    """When a call that met a busy SQLite database stops running its transaction again."""
+
+    def __init__(self) -> None:
+        self._deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+        self._attempt = 0
+
+    def again(self, exc: BaseException) -> float | None:
+        """Seconds to wait before the next attempt, or ``None``: raise ``exc``."""
+        if not is_busy(exc) or time.monotonic() >= self._deadline:
+            return None
+        self._attempt += 1
+        pause = min(0.1, 0.002 * 2.0 ** min(self._attempt, 6)) * random.uniform(0.5, 1.0)
+        return min(pause, max(self._deadline - time.monotonic(), 0.0))
+
+
+def retry_busy(attempt: Callable[[], R]) -> R:
+    """``attempt()`` (one whole transaction), run again while SQLite is busy (see above)."""
+    busy = Busy()
+    while True:
+        try:
+            return attempt()
+        except SQLAlchemyError as exc:
+            pause = busy.again(exc)
+            if pause is None:
+                raise
+        time.sleep(pause)
+
+
+async def retry_busy_async(attempt: Callable[[], Awaitable[R]]) -> R:
+    """:func:`retry_busy` for a coroutine function."""
+    busy = Busy()
+    while True:
+        try:
+            return await attempt()
+        except SQLAlchemyError as exc:
+            pause = busy.again(exc)
+            if pause is None:
+                raise
+        await asyncio.sleep(pause)
+
+
 AnyEngine = TypeVar("AnyEngine", Engine, AsyncEngine)
 
 
@@ -217,13 +287,20 @@ def ensure_schema(engine: Engine, where: str) -> None:
     again and creates the tables or migrates them in place
     (:mod:`memctx.store._migrate`).
     """
-    try:
+
+    def check() -> bool:
         with read_engine(engine).connect() as connection, connection.begin():
-            if schema_version(connection, lock=False) == SCHEMA_VERSION:
-                _log.info("opened %s (schema version %d)", where, SCHEMA_VERSION)
-                return
+            return schema_version(connection, lock=False) == SCHEMA_VERSION
+
+    def set_up() -> None:
         with write_engine(engine).connect() as connection, connection.begin():
             set_up_schema(connection)
+
+    try:
+        if retry_busy(check):
+            _log.info("opened %s (schema version %d)", where, SCHEMA_VERSION)
+            return
+        retry_busy(set_up)
     except SQLAlchemyError as exc:
         raise StoreError(f"cannot open {where}: {database_error(exc)}") from None
 
@@ -246,14 +323,21 @@ def set_up_schema(connection: Connection) -> None:
 
 async def ensure_schema_async(engine: AsyncEngine, where: str) -> None:
     """:func:`ensure_schema` for an asyncio engine."""
-    try:
+
+    async def check() -> bool:
         async with read_engine(engine).connect() as connection, connection.begin():
             found = await connection.run_sync(schema_version, lock=False)
-            if found == SCHEMA_VERSION:
-                _log.info("opened %s (schema version %d)", where, SCHEMA_VERSION)
-                return
+            return found == SCHEMA_VERSION
+
+    async def set_up() -> None:
         async with write_engine(engine).connect() as connection, connection.begin():
             await connection.run_sync(set_up_schema)
+
+    try:
+        if await retry_busy_async(check):
+            _log.info("opened %s (schema version %d)", where, SCHEMA_VERSION)
+            return
+        await retry_busy_async(set_up)
     except SQLAlchemyError as exc:
         raise StoreError(f"cannot open {where}: {database_error(exc)}") from None
 

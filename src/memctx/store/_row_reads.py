@@ -147,6 +147,12 @@ def visible_seqs(session: Session, batch: BatchRow) -> list[int]:
     return appended if view is None else view + appended
 
 
+def appended_seqs(session: Session, thread_id: str, after: int) -> list[int]:
+    """The sequence numbers of the chunks appended after ``after``, in order."""
+    params = {"thread_id": thread_id, "base_seq": after}
+    return list(rows_of(session, _APPENDED_SEQS, params).scalars())
+
+
 def visible_rows(session: Session, batch: BatchRow) -> list[Row[Any]]:
     """The chunk rows visible in ``batch`` now, in view order."""
     view = batch_view(batch)

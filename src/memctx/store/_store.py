@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, Self, TypeVar, Unpack
 
@@ -24,7 +23,7 @@ from memctx._build.builder import ContextBuilder, create_builder
 from memctx._build.compress_report import CompressionReport
 from memctx._build.options import BuildKwargs, parse_build_options
 from memctx._chunk import Chunk, ChunkType
-from memctx._exceptions import StoreError, ThreadExistsError
+from memctx._exceptions import StoreArgumentError, StoreError, ThreadExistsError
 from memctx._progress import Progress
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
@@ -38,6 +37,7 @@ from memctx.store._engine import (
     ensure_schema,
     read_engine,
     resolve_url,
+    retry_busy,
     write_engine,
 )
 from memctx.store._records import Batch, StoredChunk, StoreEvent, ThreadInfo
@@ -134,20 +134,6 @@ class MemoryStore:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.url!r})"
 
-    @contextmanager
-    def _session(self, *, write: bool) -> Iterator[Session]:
-        """One transaction, committed when the block ends, rolled back if it raises."""
-        try:
-            with (
-                Session(
-                    self._write if write else self._read, expire_on_commit=False, autoflush=False
-                ) as session,
-                session.begin(),
-            ):
-                yield session
-        except SQLAlchemyError as exc:
-            raise StoreError(f"database error ({self.url}): {database_error(exc)}") from None
-
     def _run(
         self,
         write: bool,
@@ -155,9 +141,21 @@ class MemoryStore:
         *args: P.args,
         **kwargs: P.kwargs,
     ) -> R:
-        """Run ``operation(session, *args)`` in one transaction."""
-        with self._session(write=write) as session:
-            return operation(session, *args, **kwargs)
+        """Run ``operation(session, *args)`` in one transaction, committed when it returns,
+        rolled back if it raises; run again while SQLite is busy (see :func:`retry_busy`)."""
+        bind = self._write if write else self._read
+
+        def attempt() -> R:
+            with (
+                Session(bind, expire_on_commit=False, autoflush=False) as session,
+                session.begin(),
+            ):
+                return operation(session, *args, **kwargs)
+
+        try:
+            return retry_busy(attempt)
+        except SQLAlchemyError as exc:
+            raise StoreError(f"database error ({self.url}): {database_error(exc)}") from None
 
     # -- threads --------------------------------------------------------------------------
 
@@ -166,6 +164,10 @@ class MemoryStore:
 
         An existing id raises :class:`~memctx.ThreadExistsError` unless ``exist_ok``.
         """
+        if not isinstance(exist_ok, bool):
+            raise StoreArgumentError(
+                f"must be True or False, got {exist_ok!r}", argument="exist_ok"
+            )
         try:
             return self._run(True, _thread_ops.create_thread, thread_id)
         except ThreadExistsError:
@@ -229,7 +231,7 @@ class MemoryStore:
         time with ``done == total``; an exception it raises aborts the append
         and nothing is stored.
         """
-        progress = Progress(on_progress)
+        progress = Progress(on_progress, error=StoreArgumentError)
         return self._run(True, _thread_ops.append, thread_id, chunks, thread_metadata, progress)
 
     def append_with(self, thread_id: str, make: MakeChunks) -> int:
@@ -326,9 +328,17 @@ class MemoryStore:
         """
         return self._run(True, _view_ops.replace, thread_id, target, chunk)
 
-    def clear(self, thread_id: str, *, keep_system: bool = True) -> int:
-        """Hide every visible chunk, or every one but the SYSTEM chunks; return the new batch."""
-        return self._run(True, _view_ops.clear, thread_id, keep_system)
+    def clear(
+        self, thread_id: str, *, keep_system: bool = True, keep: str | Iterable[str] = ()
+    ) -> int:
+        """Hide every visible chunk, or every one but the SYSTEM chunks; return the new batch.
+
+        ``keep`` names chunks (ids) the cleared view shows too, first, whether
+        they were visible or not: a tool description set up once (seed 001's
+        ``可用工具:`` message) that every clear brings back, say. An id the
+        thread does not hold is a :class:`~memctx.ChunkNotFoundError`.
+        """
+        return self._run(True, _view_ops.clear, thread_id, keep_system, keep)
 
     def filter(
         self,
@@ -343,9 +353,11 @@ class MemoryStore:
         """Keep visible only the chunks that meet every criterion given; return the new batch.
 
         ``roles``: the chat role the chunk is rendered under (by ``builder``'s
-        renderers); ``types``: :class:`~memctx.ChunkType`\\ s; ``contains``:
-        texts that must all occur in the content; ``excludes``: texts none
-        of which may occur.
+        renderers), or ``tool`` for a tool or skill result, as the providers'
+        native tool calls send it (seed 001: ``roles=["user", "assistant"]``
+        drops the system chunks and the tool results); ``types``:
+        :class:`~memctx.ChunkType`\\ s; ``contains``: texts that must all
+        occur in the content; ``excludes``: texts none of which may occur.
         """
         criteria = {"roles": roles, "types": types, "contains": contains, "excludes": excludes}
         role_of = _view_ops.role_function(self._builder_for(builder))
@@ -394,7 +406,7 @@ class MemoryStore:
         ``on_progress(done, total)`` is told as the stored chunks are read and
         converted, as :meth:`append` tells it.
         """
-        progress = Progress(on_progress)
+        progress = Progress(on_progress, error=StoreArgumentError)
         return self._run(False, _snapshot.export_thread, thread_id, progress)
 
     def import_snapshot(
@@ -412,7 +424,7 @@ class MemoryStore:
         ``on_progress(done, total)`` is told as the chunks are checked and
         written, as :meth:`append` tells it.
         """
-        progress = Progress(on_progress)
+        progress = Progress(on_progress, error=StoreArgumentError)
         return self._run(True, _snapshot.import_snapshot, data, thread_id, progress)
 
     def events(self, thread_id: str, kind: str | None = None) -> tuple[StoreEvent, ...]:
@@ -437,7 +449,11 @@ class MemoryStore:
         something was cut; :meth:`rollback` restores the view.
         """
         return compress_thread(
-            self, thread_id, compressors, tokenizer=tokenizer, builder=self._builder_for(builder)
+            self._run,
+            thread_id,
+            compressors,
+            tokenizer=tokenizer,
+            builder=self._builder_for(builder),
         )
 
     def compact(
@@ -457,7 +473,7 @@ class MemoryStore:
         ``policy`` says it is due. Records ``context.compacted`` when it did.
         """
         return compact_thread(
-            self,
+            self._run,
             thread_id,
             summarizer,
             keep_recent_tokens=keep_recent_tokens,
@@ -493,10 +509,22 @@ class MemoryStore:
         Token counts stored by earlier builds are reused and new ones stored
         (per tokenizer ``cache_key`` and renderer chain), and a
         ``context.built`` event records the budget, the token count and how
-        many chunks were included and left out.
+        many chunks were included and left out. With ``compressors`` or
+        ``compress_to_fit`` the visible chunks are compressed first (the
+        thread's view is not changed: :meth:`compress` does that) and a
+        ``context.compressed`` event records what was cut, when anything was.
         """
         builder = self._builder_for(builder)
+        compressors = options.pop("compressors", None)
+        compress_to_fit = options.pop("compress_to_fit", None)
         parsed = parse_build_options(max_tokens, options)
+        if compressors is not None or compress_to_fit is not None:
+            state, seen = self._run(False, _view_ops.read_view, thread_id)
+            result, events = _build.compressed_built(
+                builder, state, seen.batch, parsed, compressors, compress_to_fit
+            )
+            self._run(True, _build.record_events, thread_id, events)
+            return result
         keys = _build.cache_keys(builder, parsed)
         if _paged.pageable(parsed):
             kept = self._built_states.get_paged(thread_id)

@@ -18,12 +18,14 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+import attrs
 from sqlalchemy import Row
 from sqlmodel import Session
 
 from memctx._build.builder import ContextBuilder
 from memctx._chunk import Chunk, ChunkType, Role
 from memctx._exceptions import StoreArgumentError, ViewOperationError
+from memctx._state import MemoryState
 from memctx._validators import describe, int_in_range, is_bool, message_error, non_empty_str
 from memctx.store import _views
 from memctx.store._queries import (
@@ -40,6 +42,7 @@ from memctx.store._queries import (
 )
 from memctx.store._records import VIEW_CHANGED
 from memctx.store._row_reads import (
+    appended_seqs,
     rows_by_chunk_id,
     visible_rows,
     visible_seqs,
@@ -89,16 +92,31 @@ def replace(session: Session, thread_id: str, target: int | str, chunk: Chunk) -
     return _change(session, thread_id, "replace", params, compute, (chunk,), "replace", refers_to)
 
 
-def clear(session: Session, thread_id: str, keep_system: bool) -> int:
-    """Hide every visible chunk, or every one but the SYSTEM chunks."""
+def clear(session: Session, thread_id: str, keep_system: bool, keep: object = ()) -> int:
+    """Hide every visible chunk, or every one but the SYSTEM chunks.
+
+    ``keep`` names chunks of the thread the cleared view shows as well,
+    visible before or not (seed 001's tool description, which a clear
+    brings back): first, in the order of the thread's history.
+    """
     is_bool(_error).check(keep_system, "keep_system")
-    return _change(
-        session,
-        thread_id,
-        "clear",
-        {"keep_system": keep_system},
-        lambda visible, _: [s for s, c in visible if keep_system and c.type is ChunkType.SYSTEM],
-    )
+    kept_ids = _views.chunk_ids("keep", keep)
+    check_thread_id(thread_id)
+    get_thread(session, thread_id, lock=True)
+    rows = rows_by_chunk_id(session, thread_id, kept_ids) if kept_ids else {}
+    for chunk_id in kept_ids:
+        if chunk_id not in rows:
+            raise chunk_not_found(session, thread_id, chunk_id)
+    extra = sorted(row.seq for row in rows.values())
+
+    def compute(visible: _views.Visible, _: list[int]) -> list[int]:
+        system = [s for s, c in visible if keep_system and c.type is ChunkType.SYSTEM]
+        return extra + [s for s in system if s not in extra]
+
+    params: dict[str, Any] = {"keep_system": keep_system}
+    if kept_ids:
+        params["keep"] = list(kept_ids)
+    return _change(session, thread_id, "clear", params, compute)
 
 
 def role_function(builder: ContextBuilder) -> Callable[[Chunk], Role]:
@@ -130,6 +148,57 @@ def apply_view(
     events: Iterable[tuple[str, Mapping[str, Any]]],
 ) -> int:
     """Make ``chunks`` the visible list as one new batch; record ``events`` with it."""
+    number = _apply(session, thread_id, chunks, operation, params, events, None)
+    assert number is not None
+    return number
+
+
+@attrs.frozen
+class Seen:
+    """What a view was computed from: the thread's newest batch then, and the newest
+    sequence number the computation read."""
+
+    batch: int
+    seq: int
+
+
+def read_view(session: Session, thread_id: str, *, lock: bool = False) -> tuple[MemoryState, Seen]:
+    """The visible chunks and what they were read at (:func:`apply_seen_view` checks it)."""
+    check_thread_id(thread_id)
+    thread = get_thread(session, thread_id, lock=lock)
+    rows = visible_rows(session, get_batch(session, thread_id, thread.batch))
+    seen = Seen(thread.last_batch, max([thread.last_seq, *(row.seq for row in rows)]))
+    return MemoryState([row_to_chunk(r) for r in rows], thread_id=thread_id), seen
+
+
+def apply_seen_view(
+    session: Session,
+    thread_id: str,
+    chunks: Sequence[Chunk],
+    operation: str,
+    params: Mapping[str, Any] | None,
+    events: Iterable[tuple[str, Mapping[str, Any]]],
+    seen: Seen,
+) -> int | None:
+    """:func:`apply_view` for a view computed from what :func:`read_view` returned.
+
+    The chunks appended since ``seen`` were not seen, so they stay visible
+    after the view. When another view operation started a batch since, the
+    view would undo it: nothing is written and ``None`` is returned (compute
+    again).
+    """
+    return _apply(session, thread_id, chunks, operation, params, events, seen)
+
+
+def _apply(
+    session: Session,
+    thread_id: str,
+    chunks: Sequence[Chunk],
+    operation: str,
+    params: Mapping[str, Any] | None,
+    events: Iterable[tuple[str, Mapping[str, Any]]],
+    seen: Seen | None,
+) -> int | None:
     check_thread_id(thread_id)
     non_empty_str(_error, blank_ok=False).check(operation, "operation")
     if isinstance(chunks, str | bytes) or not isinstance(chunks, Sequence):
@@ -138,9 +207,16 @@ def apply_view(
     check_payload(operation, params, "params (the view's parameters)")
     checked = _check_events(events)
     thread = get_thread(session, thread_id, lock=True)
+    if seen is not None and thread.last_batch != seen.batch:
+        return None
     previous = thread.batch
     before = len(visible_seqs(session, get_batch(session, thread_id, previous)))
+    unseen = []
+    if seen is not None and thread.last_seq > seen.seq:
+        unseen = appended_seqs(session, thread_id, seen.seq)
     _, view = _place(session, thread, chunks, "view")
+    shown = set(view)
+    view += [s for s in unseen if s not in shown]
     number = _new_view(session, thread, operation, params, view, previous, before)
     for kind, payload in checked:
         record_event(session, thread_id, kind, payload)

@@ -20,6 +20,15 @@ Compute: TypeAlias = Callable[[Visible, list[int]], list[int]]
 
 TRUNCATIONS: Final = ("keep_first", "keep_last", "remove_first", "remove_last", "range")
 
+FILTER_ROLES: Final = frozenset({*ROLES, "tool"})
+"""The roles ``filter`` knows: the chat roles, and ``tool`` for tool and skill results."""
+
+
+def filter_role(chunk: Chunk, role_of: Callable[[Chunk], Role]) -> str:
+    """The role ``filter`` sees: ``tool`` for a tool or skill result (an ENVIRONMENT chunk,
+    as the providers' native form sends it), else the role the chunk is rendered under."""
+    return "tool" if chunk.type is ChunkType.ENVIRONMENT else role_of(chunk)
+
 
 _error: Final = message_error(ViewOperationError)
 _COUNT: Final = int_in_range(_error, 0)
@@ -119,6 +128,13 @@ def _strings(name: str, value: str | Iterable[str] | None) -> tuple[str, ...]:
     return tuple(_NON_EMPTY.check(item, f"{name}[{i}]") for i, item in enumerate(items))
 
 
+def chunk_ids(name: str, value: object) -> tuple[str, ...]:
+    """Chunk ids given as one id or a list of them, each once."""
+    items = (value,) if isinstance(value, str) else _items(name, value, "a chunk id")
+    ids = tuple(_NON_EMPTY.check(item, f"{name}[{i}]") for i, item in enumerate(items))
+    return tuple(dict.fromkeys(ids))
+
+
 def filter_params(
     roles: str | Iterable[str] | None,
     types: ChunkType | str | Iterable[ChunkType | str] | None,
@@ -128,8 +144,8 @@ def filter_params(
     """The filter's criteria, checked, as JSON; at least one must be given."""
     role_list = _strings("roles", roles)
     for role in role_list:
-        if role not in ROLES:
-            raise ViewOperationError(f"unknown role {role!r}; roles are {sorted(ROLES)}")
+        if role not in FILTER_ROLES:
+            raise ViewOperationError(f"unknown role {role!r}; roles are {sorted(FILTER_ROLES)}")
     if types is None:
         type_list: tuple[str, ...] = ()
     else:
@@ -167,7 +183,7 @@ def filter_predicate(
     def keep(chunk: Chunk) -> bool:
         if types and chunk.type.value not in types:
             return False
-        if roles and role_of(chunk) not in roles:
+        if roles and filter_role(chunk, role_of) not in roles:
             return False
         text = chunk.text
         return all(s in text for s in contains) and not any(s in text for s in excludes)

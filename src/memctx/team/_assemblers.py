@@ -20,12 +20,20 @@ how many bytes they need.
   ``CONVERSATION HISTORY``, ``CURRENT MESSAGE``) separated by ``---`` lines,
   each message under ``[from → to]``; the instructions open the prompt.
 - anything else: plain text (``Team task:``, ``Conversation so far:`` with
-  ``from (to to): text`` lines, ``Current message:``), instructions first.
+  a ``from (to to):`` line per message, ``Current message:``), instructions first.
+
+In the three text layouts attribution is unforgeable as in the XML one: every
+line of a message, of the team task and of the current message is quoted
+(``> ``), so no text can start a line that reads as a heading or a speaker;
+and the names in a speaker line are one line each, with ``→`` written ``->``,
+so a name cannot hold a second speaker line or arrow. Only memctx writes the
+lines that are not quoted.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Sequence
 from typing import Final, Protocol
 
@@ -81,6 +89,20 @@ def fit(layout: Layout, messages: Sequence[PromptMessage], max_bytes: int) -> st
     return layout(messages[low:])
 
 
+def quote(text: str) -> str:
+    """``text`` with every line quoted (``> ``; an empty line is ``>``)."""
+    return "\n".join(f"> {line}" if line else ">" for line in _LINES.split(text))
+
+
+def speaker(name: str) -> str:
+    """A name for a speaker line: one line, no arrow."""
+    return " ".join(_LINES.split(name)).replace("→", "->")
+
+
+_LINES: Final = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+"""What :meth:`str.splitlines` splits on: a line break to a reader of any kind."""
+
+
 def _instructions(ctx: AgentContext) -> list[str]:
     return [text for text in (ctx.system_instruction, ctx.instruction_file_text) if text]
 
@@ -119,14 +141,15 @@ class CodexContextAssembler:
             history = None
             if messages:
                 history = "# Conversation so far\n\n" + "\n\n".join(
-                    f"## {m.from_} → {m.to}\n\n{m.content}" for m in messages
+                    f"## {speaker(m.from_)} → {speaker(m.to)}\n\n{quote(m.content)}"
+                    for m in messages
                 )
             return (
                 _sections(
                     "# Instructions\n\n" + "\n\n".join(instructions) if instructions else None,
-                    f"# Team task\n\n{ctx.team_task}" if ctx.team_task else None,
+                    f"# Team task\n\n{quote(ctx.team_task)}" if ctx.team_task else None,
                     history,
-                    f"# Current message\n\n{ctx.current_message}",
+                    f"# Current message\n\n{quote(ctx.current_message)}",
                 )
                 + "\n"
             )
@@ -148,13 +171,16 @@ class GeminiContextAssembler:
             if instructions:
                 blocks.append("SYSTEM INSTRUCTIONS\n" + "\n\n".join(instructions))
             if ctx.team_task:
-                blocks.append(f"TEAM TASK\n{ctx.team_task}")
+                blocks.append(f"TEAM TASK\n{quote(ctx.team_task)}")
             if messages:
                 blocks.append(
                     "CONVERSATION HISTORY\n"
-                    + "\n\n".join(f"[{m.from_} → {m.to}]\n{m.content}" for m in messages)
+                    + "\n\n".join(
+                        f"[{speaker(m.from_)} → {speaker(m.to)}]\n{quote(m.content)}"
+                        for m in messages
+                    )
                 )
-            blocks.append(f"CURRENT MESSAGE\n{ctx.current_message}")
+            blocks.append(f"CURRENT MESSAGE\n{quote(ctx.current_message)}")
             return _RULE.join(blocks) + "\n"
 
         return AssembledPrompt(fit(layout, ctx.context_messages, ctx.max_bytes))
@@ -168,7 +194,8 @@ class PlainTextAssembler:
             history = None
             if messages:
                 history = "Conversation so far:\n" + "\n".join(
-                    f"{m.from_} (to {m.to}): {m.content}" for m in messages
+                    f"{speaker(m.from_)} (to {speaker(m.to)}):\n{quote(m.content)}"
+                    for m in messages
                 )
             return (
                 _sections(
@@ -178,9 +205,9 @@ class PlainTextAssembler:
                     f"Instructions file:\n{ctx.instruction_file_text}"
                     if ctx.instruction_file_text
                     else None,
-                    f"Team task:\n{ctx.team_task}" if ctx.team_task else None,
+                    f"Team task:\n{quote(ctx.team_task)}" if ctx.team_task else None,
                     history,
-                    f"Current message:\n{ctx.current_message}",
+                    f"Current message:\n{quote(ctx.current_message)}",
                 )
                 + "\n"
             )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 from memctx import BuildKwargs, ContextBuilder, ContextBuildResult, create_builder
 from memctx._exceptions import BuildOptionError, TeamMessageError
@@ -63,11 +63,24 @@ def _addressees(addressees: Iterable[str] | None) -> tuple[str, ...]:
         return ()
     if isinstance(addressees, str):
         raise TeamMessageError("Message addressees must be a sequence of names, not one string")
+    if isinstance(addressees, bytes | Mapping) or not isinstance(addressees, Iterable):
+        raise TeamMessageError(
+            f"Message addressees must be a sequence of names, got {type(addressees).__name__}"
+        )
     names = tuple(addressees)
     for name in names:
         if not isinstance(name, str):
             raise TeamMessageError(f"Message addressees must be strings, got {name!r}")
     return tuple(replace_lone_surrogates(name) for name in names)
+
+
+H = TypeVar("H")
+
+
+def _hook(name: str, hook: H) -> H:
+    if hook is not None and not callable(hook):
+        raise TeamMessageError(f"{name} must be a function or None, got {type(hook).__name__}")
+    return hook
 
 
 class TeamConversation:
@@ -98,8 +111,8 @@ class TeamConversation:
     ) -> None:
         self._window_size = _count("window_size", window_size, 0)
         self._max_bytes = _count("max_bytes", max_bytes, 1)
-        self._on_message_added = on_message_added
-        self._on_team_task_changed = on_team_task_changed
+        self._on_message_added = _hook("on_message_added", on_message_added)
+        self._on_team_task_changed = _hook("on_team_task_changed", on_team_task_changed)
         self._keeper: MessageKeeper = InMemoryMessages()
         self._view = AgentView()
         self._builder: ContextBuilder | None = None

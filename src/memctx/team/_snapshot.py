@@ -16,13 +16,13 @@ required and checked before anything changes.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import re
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from memctx._exceptions import StateFileError, TeamMessageError, UnsupportedVersionError
+from memctx._json import JSONTextError, parse_json_text
 from memctx.team._values import Speaker, TeamMessage, replace_lone_surrogates
 
 __all__ = ["SNAPSHOT_VERSION", "dump_snapshot", "next_message_number", "parse_snapshot"]
@@ -113,9 +113,9 @@ def parse_snapshot(
     """
     if isinstance(data, str | bytes):
         try:
-            data = json.loads(data)
-        except ValueError as exc:
-            raise _invalid(f"not valid JSON: {exc}") from None
+            data = parse_json_text(data)
+        except JSONTextError as exc:
+            raise _invalid(str(exc)) from None
     if not isinstance(data, Mapping):
         raise _invalid()
     version = data.get("version")

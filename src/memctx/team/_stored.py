@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from memctx import Chunk, ChunkType, StateFileError, chunks
+from memctx import Chunk, ChunkType, StateFileError, TeamThreadError, ThreadNotFoundError, chunks
 from memctx.team._snapshot import next_message_number
 from memctx.team._values import Speaker, TeamMessage
 
@@ -89,6 +89,21 @@ def _is_message(chunk: Chunk, generation: int) -> bool:
     return isinstance(info, Mapping) and info.get("generation") == generation
 
 
+def check_team_thread(store: MemoryStore, thread_id: str) -> None:
+    """:class:`~memctx.TeamThreadError` unless the thread holds a team conversation (or nothing).
+
+    A team thread's metadata has team keys once anything was written; a
+    thread without them may hold nothing: no chunk and no metadata.
+    """
+    metadata = store.thread_metadata(thread_id)
+    if any(key in metadata for key in (TASK_KEY, NEXT_KEY, GENERATION_KEY)):
+        return
+    if metadata or store.thread_info(thread_id).chunk_count:
+        raise TeamThreadError(
+            thread_id, "it holds chunks or metadata of something else (not team messages)"
+        )
+
+
 class StoredMessages:
     """The :class:`~memctx.team._memory.MessageKeeper` of a store thread."""
 
@@ -98,10 +113,13 @@ class StoredMessages:
 
     @classmethod
     def open(cls, store: MemoryStore, thread_id: str, *, create: bool) -> StoredMessages:
-        if create:
+        """The thread's conversation; a thread holding anything else is refused, unchanged."""
+        if store.has_thread(thread_id):
+            check_team_thread(store, thread_id)
+        elif create:
             store.create_thread(thread_id, exist_ok=True)
         else:
-            store.thread_info(thread_id)  # ThreadNotFoundError when there is none
+            raise ThreadNotFoundError(thread_id)
         return cls(store, thread_id)
 
     def messages(self) -> tuple[TeamMessage, ...]:

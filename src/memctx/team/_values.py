@@ -78,6 +78,11 @@ def _check_str(field: str) -> Any:
     return check
 
 
+def _check_required(instance: object, attribute: attrs.Attribute[Any], value: str) -> None:
+    if not value:
+        raise TeamMessageError("Message speaker.roleId is required")
+
+
 def _check_type(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value not in ("human", "ai"):
         raise TeamMessageError(f"Message speaker.type must be 'human' or 'ai', got {value!r}")
@@ -93,7 +98,7 @@ class Speaker:
     ``role_name`` (``role_id`` when not given) and whether they are a ``human``
     or an ``ai`` agent."""
 
-    role_id: str = attrs.field(validator=_check_str("speaker.roleId"))
+    role_id: str = attrs.field(validator=[_check_str("speaker.roleId"), _check_required])
     role_name: str = attrs.field(
         default=attrs.Factory(_default_name, takes_self=True),
         validator=_check_str("speaker.roleName"),
