@@ -12,11 +12,14 @@ whose meaning it shares, so code that already catches ``ValueError`` or
     ├── StateFileError (ValueError)           a state or snapshot file is malformed
     │   └── UnsupportedVersionError           ... or written in a version we do not read
     ├── TranscriptError (ValueError)          a chat transcript cannot be imported
+    │   └── ItemNotJSONError (TypeError)      ... an item holds a value JSON cannot store
     ├── RendererError                         a renderer misbehaved
     │   └── PluginLoadError (ImportError)     a renderer plugin could not be loaded
     ├── TokenizerError (ValueError)           a tokenizer could not be created
     │   └── UnknownModelError                 ... because the model name is unknown
     ├── BuildOptionError (ValueError)         a build option has an invalid value
+    │   └── SessionSettingsError (TypeError)  ... a framework session's settings are malformed
+    ├── SessionClosedError (RuntimeError)     a framework session was used after close()
     ├── BudgetExceededError (ValueError)      what must be kept does not fit the budget
     │   └── PromptTooLargeError               ... an agent prompt's fixed parts exceed max_bytes
     ├── ChatError (ValueError)                a chat agent, message, mode or role map is invalid
@@ -110,6 +113,15 @@ class TranscriptError(MemctxError, ValueError):
         super().__init__(f"messages[{index}]: {message}" if index is not None else message)
 
 
+class ItemNotJSONError(TranscriptError, TypeError):
+    """A framework's item holds a value JSON cannot store, at ``path``
+    (``items[0].content``); nothing was written."""
+
+    def __init__(self, path: str, message: str, *, index: int | None = None) -> None:
+        self.path = path
+        super().__init__(f"{path}: {message}", index=index)
+
+
 class RendererError(MemctxError):
     """A renderer returned something unusable or raised."""
 
@@ -142,6 +154,19 @@ class BuildOptionError(MemctxError, ValueError):
     def __init__(self, option: str, message: str) -> None:
         self.option = option
         super().__init__(f"{option}: {message}")
+
+
+class SessionSettingsError(BuildOptionError, TypeError):
+    """A framework session's settings are malformed: an unknown key or a wrong type
+    (the type of error the framework's own sessions raise)."""
+
+
+class SessionClosedError(MemctxError, RuntimeError):
+    """The session ``session_id`` was used after ``close()``."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(f"session {session_id!r} is closed")
 
 
 class BudgetExceededError(MemctxError, ValueError):
