@@ -21,7 +21,7 @@ The rules every integration shares:
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import attrs
@@ -54,8 +54,8 @@ class Kept:
 
 @attrs.frozen
 class _Memo:
-    seen: tuple[Hashable, ...]  # keys of the items the last call was given
-    sent: tuple[Hashable, ...]  # keys of the items the last call returned
+    seen: tuple[object, ...]  # keys of the items the last call was given
+    sent: tuple[object, ...]  # keys of the items the last call returned
     state: MemoryState  # the policy's state after the last step
     sources: dict[str, Any]  # chunk id -> framework object
     counter: int  # items converted so far (the next chunk id base)
@@ -68,7 +68,7 @@ def check_policy(policy: object) -> ContextPolicy:
     return policy
 
 
-def _continues(keys: Sequence[Hashable], known: tuple[Hashable, ...]) -> bool:
+def _continues(keys: Sequence[object], known: tuple[object, ...]) -> bool:
     return 0 < len(known) <= len(keys) and tuple(keys[: len(known)]) == known
 
 
@@ -105,7 +105,7 @@ class RunFit:
     def prepare(
         self,
         items: Sequence[Any],
-        keys: Sequence[Hashable],
+        keys: Sequence[object],
         convert: Convert,
         instructions: str | None,
     ) -> tuple[MemoryState, _Memo]:
@@ -162,7 +162,7 @@ class RunFit:
             kept.append(Kept(chunk, source, source is not None and original != chunk.id))
         return kept
 
-    def remember_sent(self, keys: Sequence[Hashable]) -> None:
+    def remember_sent(self, keys: Sequence[object]) -> None:
         """Note the keys of what the hook returned (the framework may hand it back)."""
         with self._lock:
             if self._memo is not None:
