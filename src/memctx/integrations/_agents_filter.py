@@ -35,7 +35,7 @@ from memctx.integrations._agents_items import (
     plain_item,
     tool_names,
 )
-from memctx.integrations._fit import Kept, RunFit
+from memctx.integrations._fit import Kept, RunFit, each
 from memctx.policy import ContextPolicy, PolicyStep
 
 try:
@@ -75,7 +75,7 @@ class BudgetFilter:
             return [(item_to_chunk(item, names, id=base), item)]
 
         keys = [json.dumps(item, sort_keys=True) for item in plain]
-        state, memo = self._fit.prepare(plain, keys, convert, model_data.instructions)
+        state, memo = self._fit.prepare(plain, keys, each(convert), model_data.instructions)
         step = await self._fit.astep(state)
         kept = self._fit.finish(step, memo)
         return ModelInputData(

@@ -36,9 +36,20 @@ from memctx.policy import ContextPolicy, PolicyStep
 INSTRUCTIONS_ID: Final = "instructions"
 """Id of the SYSTEM chunk holding the instructions sent with the call."""
 
-Convert = Callable[[Any, str], list[tuple[Chunk, Any]]]
-"""Turn one framework item into chunks and their sources; the chunks' ids start with the
-given base and hold no dot (a derived chunk's id adds one)."""
+Convert = Callable[[Sequence[Any], list[str]], list[tuple[Chunk, Any]]]
+"""Turn the new framework items into chunks and their sources; the chunks of item ``i``
+have ids starting with ``bases[i]``, holding no dot (a derived chunk's id adds one)."""
+
+
+def each(convert: Callable[[Any, str], list[tuple[Chunk, Any]]]) -> Convert:
+    """A :data:`Convert` made of one that converts an item at a time."""
+
+    def convert_all(items: Sequence[Any], bases: list[str]) -> list[tuple[Chunk, Any]]:
+        return [
+            pair for item, base in zip(items, bases, strict=True) for pair in convert(item, base)
+        ]
+
+    return convert_all
 
 
 @attrs.frozen
@@ -122,11 +133,12 @@ class RunFit:
         sources = dict(base.sources) if base is not None else {}
         counter = base.counter if base is not None else 0
         pinned = base.pinned if base is not None else None
-        for item in items[start:]:
-            for chunk, source in convert(item, f"{self._prefix}{counter}"):
-                chunk_list.append(chunk)
-                sources[chunk.id] = source
-            counter += 1
+        new = items[start:]
+        bases = [f"{self._prefix}{counter + i}" for i in range(len(new))]
+        for chunk, source in convert(new, bases):
+            chunk_list.append(chunk)
+            sources[chunk.id] = source
+        counter += len(new)
         chunk_list = [c for c in chunk_list if c.id != INSTRUCTIONS_ID]
         if instructions:
             chunk_list.insert(0, chunks.system(instructions, id=INSTRUCTIONS_ID))

@@ -64,7 +64,8 @@ except ImportError as exc:  # pragma: no cover - the extra is not installed
         "pip install 'memctx[openai-agents]'"
     ) from exc
 
-__all__ = ["ITEM_KEY", "BudgetFilter", "MemctxSession", "budget_filter", "item_to_chunk"]
+# Sorted as sorted() sorts, which tests/test_exported_members.py checks.
+__all__ = ["BudgetFilter", "ITEM_KEY", "MemctxSession", "budget_filter", "item_to_chunk"]  # noqa: RUF022
 
 
 def _settings(value: object) -> SessionSettings:

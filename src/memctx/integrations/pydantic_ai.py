@@ -50,7 +50,7 @@ from memctx._build.options import parse_build_options
 from memctx._chunk import Chunk
 from memctx._exceptions import BuildOptionError, PolicyError, TranscriptError
 from memctx._result import ContextBuildResult
-from memctx.integrations._fit import Kept, RunFit
+from memctx.integrations._fit import Kept, RunFit, each
 from memctx.policy import ContextPolicy, PolicyStep
 
 try:
@@ -277,7 +277,7 @@ class MemctxHistoryProcessor:
             return self(messages)
         fit = self._fit
         _check_messages(messages)
-        state, memo = fit.prepare(messages, messages, _convert, _instructions(messages))
+        state, memo = fit.prepare(messages, messages, each(_convert), _instructions(messages))
         step = await fit.astep(state)
         return self._assemble(fit, fit.finish(step, memo))
 
@@ -287,7 +287,7 @@ class MemctxHistoryProcessor:
         assert self._fit is not None
         fit = self._fit
         _check_messages(messages)
-        state, memo = fit.prepare(messages, messages, _convert, _instructions(messages))
+        state, memo = fit.prepare(messages, messages, each(_convert), _instructions(messages))
         return self._assemble(fit, fit.finish(run(state), memo))
 
     def _assemble(self, fit: RunFit, kept: list[Kept]) -> list[ModelMessage]:
