@@ -139,8 +139,11 @@ class RunFit:
             chunk_list.append(chunk)
             sources[chunk.id] = source
         counter += len(new)
+        given = [c for c in chunk_list if c.id == INSTRUCTIONS_ID]
         chunk_list = [c for c in chunk_list if c.id != INSTRUCTIONS_ID]
-        if instructions:
+        if given and given[0].text == instructions:
+            chunk_list.insert(0, given[0])  # the same chunk: the builder's caches still hold
+        elif instructions:
             chunk_list.insert(0, chunks.system(instructions, id=INSTRUCTIONS_ID))
         task = None
         for position in range(len(chunk_list) - 1, -1, -1):
@@ -160,18 +163,20 @@ class RunFit:
     def finish(self, step: PolicyStep, memo: _Memo) -> list[Kept]:
         """Remember ``step`` and say what it kept, in order, with the sources."""
         self.last_step = step
-        with self._lock:
-            self._memo = attrs.evolve(memo, state=step.state)
         included = set(step.result.included_chunk_ids)
         kept: list[Kept] = []
+        sources: dict[str, Any] = {}  # only those the state still needs
         for chunk in step.state:
-            if chunk.id not in included or chunk.id == INSTRUCTIONS_ID:
-                continue
             original = chunk.id  # a derived chunk's id is "<original>.<kind>-<digest>"
             while original not in memo.sources and "." in original:
                 original = original.rsplit(".", 1)[0]
             source = memo.sources.get(original)
-            kept.append(Kept(chunk, source, source is not None and original != chunk.id))
+            if source is not None:
+                sources[original] = source
+            if chunk.id in included and chunk.id != INSTRUCTIONS_ID:
+                kept.append(Kept(chunk, source, source is not None and original != chunk.id))
+        with self._lock:
+            self._memo = attrs.evolve(memo, state=step.state, sources=sources)
         return kept
 
     def remember_sent(self, keys: Sequence[object]) -> None:
