@@ -202,7 +202,7 @@ class TestChatModule:
         assert undeclared == []
 
 
-@pytest.mark.parametrize("name", ["openai_agents", "pydantic_ai"])
+@pytest.mark.parametrize("name", ["langchain", "openai_agents", "pydantic_ai"])
 def test_integration_modules_declare_what_they_offer(name: str) -> None:
     import importlib
 

@@ -9,6 +9,7 @@ whose meaning it shares, so code that already catches ``ValueError``,
     ├── ArgumentError (ValueError, TypeError) an argument of the wrong type or value
     │   ├── InvalidChunkError                 a chunk could not be constructed
     │   ├── BuildOptionError                  a build option has an invalid value
+    │   │   └── SessionSettingsError (TypeError) ... a framework session's settings are malformed
     │   ├── ChatError                         a chat agent, message, mode or role map is invalid
     │   │   └── UnknownAgentError (LookupError) ... names an agent the chat does not have
     │   ├── TeamMessageError                  a team message, speaker or task is malformed
@@ -23,12 +24,14 @@ whose meaning it shares, so code that already catches ``ValueError``,
     │   ├── UnsupportedVersionError           ... or written in a version we do not read
     │   └── StateFileAccessError (OSError)    ... or cannot be read or written at all
     ├── TranscriptError (ValueError)          a chat transcript cannot be imported
+    │   └── ItemNotJSONError (TypeError)      ... an item holds a value JSON cannot store
     ├── XmlError (ValueError)                 memctx.xml got a bad name or malformed XML
     ├── RendererError                         a renderer misbehaved
     │   └── PluginLoadError (ImportError)     a renderer plugin could not be loaded
     ├── MissingExtraError (ImportError)       a feature needs an optional extra not installed
     ├── TokenizerError (ValueError)           a tokenizer could not be created
     │   └── UnknownModelError                 ... because the model name is unknown
+    ├── SessionClosedError (RuntimeError)     a framework session was used after close()
     ├── BudgetExceededError (ValueError)      what must be kept does not fit the budget
     │   └── PromptTooLargeError               ... an agent prompt's fixed parts exceed max_bytes
     ├── TeamThreadError (ValueError)          a store thread holds something other than a team
@@ -171,6 +174,15 @@ class XmlError(MemctxError, ValueError):
     content mode, or text that is not one well-formed element."""
 
 
+class ItemNotJSONError(TranscriptError, TypeError):
+    """A framework's item holds a value JSON cannot store, at ``path``
+    (``items[0].content``); nothing was written."""
+
+    def __init__(self, path: str, message: str, *, index: int | None = None) -> None:
+        self.path = path
+        super().__init__(f"{path}: {message}", index=index)
+
+
 class RendererError(MemctxError):
     """A renderer returned something unusable or raised."""
 
@@ -215,6 +227,19 @@ class BuildOptionError(ArgumentError):
     def __init__(self, option: str, message: str) -> None:
         self.option = option
         super().__init__(message, argument=option)
+
+
+class SessionSettingsError(BuildOptionError, TypeError):
+    """A framework session's settings are malformed: an unknown key or a wrong type
+    (the type of error the framework's own sessions raise)."""
+
+
+class SessionClosedError(MemctxError, RuntimeError):
+    """The session ``session_id`` was used after ``close()``."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(f"session {session_id!r} is closed")
 
 
 class BudgetExceededError(MemctxError, ValueError):

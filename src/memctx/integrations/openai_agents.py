@@ -37,16 +37,22 @@ is never blocked by the database.
 from __future__ import annotations
 
 import asyncio
-import json
+import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
-from memctx import chunks
 from memctx._build.options import parse_build_options
-from memctx._chunk import Chunk
-from memctx._exceptions import BuildOptionError, TranscriptError
+from memctx._exceptions import BuildOptionError, SessionClosedError, SessionSettingsError
 from memctx._result import ContextBuildResult
 from memctx._validators import require_store
+from memctx.integrations._agents_filter import BudgetFilter, budget_filter
+from memctx.integrations._agents_items import (
+    ITEM_KEY,
+    item_of,
+    item_to_chunk,
+    plain_item,
+    tool_names,
+)
 from memctx.store import MemoryStore
 
 try:
@@ -58,92 +64,31 @@ except ImportError as exc:  # pragma: no cover - the extra is not installed
         "pip install 'memctx[openai-agents]'"
     ) from exc
 
-__all__ = ["ITEM_KEY", "MemctxSession", "item_to_chunk"]
-
-ITEM_KEY: Final = "openai_agents_item"
-"""Key of ``metadata.custom`` under which a chunk keeps the SDK item it came from."""
+# Sorted as sorted() sorts, which tests/test_exported_members.py checks.
+__all__ = ["BudgetFilter", "ITEM_KEY", "MemctxSession", "budget_filter", "item_to_chunk"]  # noqa: RUF022
 
 
-def _text(content: Any) -> str | None:
-    """The text of a message's content: a string, or a list of text parts."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, Sequence) and content:
-        texts = []
-        for part in content:
-            if not isinstance(part, Mapping) or not isinstance(part.get("text"), str):
-                return None
-            texts.append(part["text"])
-        return "".join(texts)
-    return None
-
-
-def _arguments(raw: Any) -> Any:
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw)
-        except ValueError:
-            return raw
-    return raw
-
-
-def _plain(item: Any) -> dict[str, Any]:
-    """The item as a plain JSON object (the SDK may hand over pydantic models)."""
-    if hasattr(item, "model_dump"):
-        item = item.model_dump(exclude_unset=True)
-    result = json.loads(json.dumps(item, default=str))
-    if not isinstance(result, dict):
-        raise TranscriptError(f"an input item must be an object, got {type(item).__name__}")
-    return result
-
-
-def item_to_chunk(item: Any, tool_names: Mapping[str, str] | None = None) -> Chunk:
-    """The memctx chunk for one Agents SDK input item (the item kept in its metadata).
-
-    ``tool_names`` maps call ids to function names, to name the tool of a
-    ``function_call_output`` (which does not carry it).
-    """
-    raw = _plain(item)
-    keep = {ITEM_KEY: raw}
-    kind = raw.get("type", "message")
-    role = raw.get("role")
-    if kind == "message" and role in ("user", "system", "developer", "assistant"):
-        text = _text(raw.get("content"))
-        if text is not None:
-            if role == "user":
-                return chunks.user(text, custom=keep)
-            if role == "assistant":
-                return chunks.assistant(text, custom=keep)
-            return chunks.system(text, custom=keep)
-    if kind == "function_call":
-        return chunks.tool_call(
-            str(raw.get("name", "function")),
-            _arguments(raw.get("arguments")),
-            call_id=str(raw.get("call_id")),
-            status="completed",
-            custom=keep,
+def _settings(value: object) -> SessionSettings:
+    """``value`` as SessionSettings: ``None`` is the defaults, a dict is checked key by key."""
+    if value is None:
+        return SessionSettings()
+    if isinstance(value, SessionSettings):
+        return value
+    if not isinstance(value, Mapping):
+        raise SessionSettingsError(
+            "session_settings",
+            f"must be a SessionSettings or a dict, got {type(value).__name__}",
         )
-    if kind == "function_call_output":
-        call_id = str(raw.get("call_id"))
-        output = raw.get("output")
-        name = (tool_names or {}).get(call_id, "function")
-        return chunks.tool_result(
-            name,
-            output if isinstance(output, str) else json.dumps(output),
-            call_id=call_id,
-            custom=keep,
+    known = {field.name for field in dataclasses.fields(SessionSettings) if field.init}
+    unknown = sorted(str(key) for key in value if key not in known)
+    if unknown:
+        raise SessionSettingsError(
+            "session_settings", f"Unknown session settings: {', '.join(unknown)}"
         )
-    if kind == "reasoning":
-        summary = raw.get("summary") or []
-        text = "\n".join(str(s.get("text", "")) for s in summary if isinstance(s, Mapping))
-        return chunks.thinking(text or "(reasoning)", custom=keep)
-    content = raw.get("content")
-    return chunks.custom(
-        f"openai_{kind}",
-        content if content is not None else raw,
-        role="assistant" if role == "assistant" else "user",
-        custom=keep,
-    )
+    try:
+        return SessionSettings(**value)
+    except ValueError as exc:  # pydantic's ValidationError
+        raise SessionSettingsError("session_settings", str(exc)) from None
 
 
 class MemctxSession:
@@ -153,7 +98,15 @@ class MemctxSession:
     not close it); the thread ``session_id`` is created on first use.
     ``max_tokens`` and the other keywords are the build options of
     :meth:`memctx.ContextBuilder.build` (``tokenizer``, ``reserve_tokens``,
-    ``strategy``, ``exclude_types``, ...).
+    ``strategy``, ``exclude_types``, ...). ``session_settings``: a
+    ``SessionSettings`` or a dict of its fields (default: ``SessionSettings()``);
+    its ``limit`` is the default of :meth:`get_items`.
+
+    As the SDK's contract says: an unknown settings key raises
+    :class:`~memctx.SessionSettingsError` (a ``TypeError``), an item JSON cannot
+    store :class:`~memctx.ItemNotJSONError` (a ``TypeError``) with nothing stored,
+    and every call after :meth:`close` :class:`~memctx.SessionClosedError` (a
+    ``RuntimeError``).
     """
 
     session_settings: SessionSettings | None = None
@@ -165,21 +118,34 @@ class MemctxSession:
         *,
         max_tokens: int | None = None,
         input: Literal["items", "messages"] = "items",
-        session_settings: SessionSettings | None = None,
+        session_settings: SessionSettings | Mapping[str, Any] | None = None,
         **build_options: Any,
     ) -> None:
         if input not in ("items", "messages"):
             raise BuildOptionError("input", f"must be 'items' or 'messages', got {input!r}")
         require_store(store)
         parse_build_options(max_tokens, build_options)  # bad options fail here, not later
+        self.session_settings = _settings(session_settings)
         self.session_id = session_id
         self.store = store
         self.max_tokens = max_tokens
         self.input = input
         self.build_options = build_options
-        self.session_settings = session_settings
         self.last_result: ContextBuildResult | None = None
         self._ready = False
+        self._closed = False
+
+    def close(self) -> None:
+        """Refuse every later call (the store stays open: it is not the session's)."""
+        self._closed = True
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SessionClosedError(self.session_id)
 
     def _ensure_thread(self) -> None:
         if not self._ready:
@@ -190,18 +156,22 @@ class MemctxSession:
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The history to send: what memctx keeps under the budget, oldest first."""
+        self._check_open()
         return await asyncio.to_thread(self._get_items, limit)
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
-        """Store ``items`` as chunks, in one atomic append."""
+        """Store ``items`` as chunks, in one atomic append (all or none)."""
+        self._check_open()
         await asyncio.to_thread(self._add_items, items)
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Hide the newest visible item and return it (``None`` when there is none)."""
+        self._check_open()
         return await asyncio.to_thread(self._pop_item)
 
     async def clear_session(self) -> None:
         """Hide every item (the thread's history keeps them)."""
+        self._check_open()
         await asyncio.to_thread(self._clear)
 
     # -- the same, synchronously ---------------------------------------------------
@@ -220,7 +190,7 @@ class MemctxSession:
         else:
             state = self.store.get_current_state(self.session_id)
             kept = set(result.included_chunk_ids)
-            items = [_item_of(chunk) for chunk in state if chunk.id in kept]
+            items = [item_of(chunk) for chunk in state if chunk.id in kept]
         if limit is not None:
             items = items[-limit:] if limit > 0 else []
         return items
@@ -228,13 +198,9 @@ class MemctxSession:
     def _add_items(self, items: Sequence[Any]) -> None:
         if not items:
             return
+        plain = [plain_item(item, f"items[{i}]") for i, item in enumerate(items)]
         self._ensure_thread()
-        plain = [_plain(item) for item in items]
-        names = {
-            str(p.get("call_id")): str(p.get("name"))
-            for p in plain
-            if p.get("type") == "function_call"
-        }
+        names = tool_names(plain)
         if any(
             p.get("type") == "function_call_output" and p.get("call_id") not in names for p in plain
         ):
@@ -250,21 +216,10 @@ class MemctxSession:
             return None
         newest = state.chunks[-1]
         self.store.truncate(self.session_id, remove_last=1)
-        item: TResponseInputItem = _item_of(newest)
+        item: TResponseInputItem = item_of(newest)
         return item
 
     def _clear(self) -> None:
         self._ensure_thread()
         if self.store.get_current_state(self.session_id):
             self.store.clear(self.session_id, keep_system=False)
-
-
-def _item_of(chunk: Chunk) -> Any:
-    """The SDK item a chunk was made from; a chunk made elsewhere becomes a message."""
-    item = chunk.metadata.custom.get(ITEM_KEY)
-    if item is not None:
-        from memctx._json import thaw_json
-
-        return thaw_json(item)
-    role = "assistant" if chunk.role == "assistant" else "user"
-    return {"role": role, "content": chunk.text}
