@@ -422,7 +422,7 @@ class TestChoicesAndMessages:
 
         db = str(tmp_path / "m.db")
         ok(run("thread", "--db", db, "import", str(EXAMPLE), "--thread-id", "t"))
-        ok(run("thread", "--db", db, "filter", "t", "--type", "environment", "--role", "USER"))
+        ok(run("thread", "--db", db, "filter", "t", "--type", "environment", "--role", "TOOL"))
         state = load_state_text(ok(run("thread", "--db", db, "show", "t", "--format", "json")))
         assert {c.type.value for c in state} == {"ENVIRONMENT"}
 

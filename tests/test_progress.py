@@ -65,5 +65,5 @@ class TestProgress:
         assert progress.done == 0
 
     def test_a_callback_that_is_not_callable_is_refused(self) -> None:
-        with pytest.raises(TypeError, match="on_progress must be a function"):
+        with pytest.raises(TypeError, match="on_progress: must be a function"):
             Progress(42)  # type: ignore[arg-type]
