@@ -10,8 +10,9 @@
     in one thread; the queries of (a) (their text is cut from the same
     trajectories), each timed once after a warm-up pass; the median per query.
 (c) Append: ``--append-chunks`` generated chunks appended 100 at a time into a
-    new thread, with the index written (as shipped) and without it (the index
-    write replaced by nothing), alternating, ``--repeats`` each; medians.
+    thread of a new database, with the index written (as shipped) and without
+    it (the index write replaced by nothing), alternating, ``--repeats`` each;
+    medians.
 
 PostgreSQL runs on a throwaway server started as the store tests start one.
 """
@@ -20,8 +21,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import re
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -31,7 +34,6 @@ from typing import Any, Final
 
 import attrs
 
-from benchmarks.store_paged import postgres_url
 from benchmarks.workloads import generate, load_corpus, load_trajectories
 from memctx import Chunk, ChunkType
 from memctx.store import MemoryStore
@@ -146,36 +148,37 @@ def index_writes(enabled: bool) -> Iterator[None]:
 
 
 def appends(
-    open_store: Callable[[], MemoryStore], result: BackendResult, made: list[Chunk], repeats: int
+    new_url: Callable[[], str], result: BackendResult, made: list[Chunk], repeats: int
 ) -> None:
     for run in range(2 * repeats + 2):  # alternating, the first pair a warm-up
         enabled = run % 2 == 0
-        thread = f"append-{run}"
-        with open_store() as store, index_writes(enabled):
-            store.create_thread(thread)
-            fresh = [attrs.evolve(c, id=f"{thread}-{c.id}") for c in made]
+        with MemoryStore.open(new_url()) as store, index_writes(enabled):
+            store.create_thread("appended")
             started = time.perf_counter()
-            for start in range(0, len(fresh), BATCH):
-                store.append(thread, *fresh[start : start + BATCH])
+            for start in range(0, len(made), BATCH):
+                store.append("appended", *made[start : start + BATCH])
             elapsed = time.perf_counter() - started
-            store.delete_thread(thread)
         if run >= 2:
             (result.with_index if enabled else result.without_index).append(elapsed)
 
 
 def run_backend(
-    backend: str, url: str, *, chunks: int, append_chunks: int, repeats: int, corpus: str
+    backend: str,
+    new_url: Callable[[], str],
+    *,
+    chunks: int,
+    append_chunks: int,
+    repeats: int,
+    corpus: str,
 ) -> BackendResult:
     result = BackendResult(backend)
     made = trajectory_chunks()
-    with MemoryStore.open(url) as store:
+    with MemoryStore.open(new_url()) as store:
         queries = hit_rate(store, result, made)
         print(f"{backend}: hit rate {result.hit_rate:.1%} of {result.queries}", flush=True)
-    appends(
-        lambda: MemoryStore.open(url), result, list(generate(append_chunks, corpus).chunks), repeats
-    )
+    appends(new_url, result, list(generate(append_chunks, corpus).chunks), repeats)
     print(f"{backend}: append ratio {result.append_ratio:.2f}", flush=True)
-    with MemoryStore.open(url) as store:
+    with MemoryStore.open(new_url()) as store:
         latency(store, result, list(generate(chunks, corpus).chunks), queries)
     print(f"{backend}: median {result.median_ms:.2f} ms at {chunks:,} chunks", flush=True)
     return result
@@ -207,6 +210,33 @@ def section(results: list[BackendResult], append_chunks: int) -> list[str]:
     return lines
 
 
+@contextlib.contextmanager
+def postgres_databases() -> Iterator[Callable[[], str] | None]:
+    """New empty PostgreSQL databases on a throwaway server, started as the store tests start
+    one; or None."""
+    tests = Path(__file__).resolve().parents[1] / "tests" / "store"
+    sys.path.insert(0, str(tests))
+    try:
+        import conftest  # the store suite's server helpers
+
+        bindir = conftest.find_pg_bin()
+        if bindir is None:
+            yield None
+            return
+        try:
+            server = conftest._start_server(bindir)
+        except BaseException as exc:  # pytest.skip is a BaseException
+            print(f"PostgreSQL not started: {exc}", file=sys.stderr)
+            yield None
+            return
+        try:
+            yield server.new_database
+        finally:
+            server.close()
+    finally:
+        sys.path.remove(str(tests))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.recall")
     parser.add_argument("--chunks", type=int, default=100_000)
@@ -223,12 +253,12 @@ def main(argv: list[str] | None = None) -> int:
     }
     results = []
     with tempfile.TemporaryDirectory(prefix="memctx-recall-") as tmp:
-        url = f"sqlite:///{Path(tmp) / 'recall.db'}"
-        results.append(run_backend("SQLite", url, **options))
+        files = (f"sqlite:///{Path(tmp) / f'recall-{n}.db'}" for n in itertools.count())
+        results.append(run_backend("SQLite", files.__next__, **options))
     if not args.no_postgres:
-        with postgres_url() as pg_url:
-            if pg_url is not None:
-                results.append(run_backend("PostgreSQL", pg_url, **options))
+        with postgres_databases() as new_database:
+            if new_database is not None:
+                results.append(run_backend("PostgreSQL", new_database, **options))
     print("\n".join(section(results, args.append_chunks)))
     return 0
 

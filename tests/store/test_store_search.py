@@ -433,6 +433,12 @@ class TestMigration:
         with sql.begin() as connection:  # what schema version 3 had: no index
             if sql.dialect.name == "postgresql":
                 connection.execute(text("DROP TABLE memctx_search"))
+                connection.execute(text("DROP TABLE memctx_search_threads"))
+                connection.execute(text("DROP FUNCTION memctx_search_thread_deleted()"))
+                connection.execute(
+                    text("DROP TRIGGER memctx_search_thread_created ON memctx_threads")
+                )
+                connection.execute(text("DROP FUNCTION memctx_search_thread_created()"))
             else:
                 connection.execute(text("DROP TRIGGER memctx_search_thread_created"))
                 connection.execute(text("DROP TRIGGER memctx_search_thread_deleted"))

@@ -30,7 +30,7 @@ import inspect
 import math
 import threading
 from collections.abc import Awaitable, Generator, Mapping, Sequence
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import attrs
 
@@ -57,7 +57,11 @@ from memctx.policy._request import anthropic_request
 from memctx.policy._step import PolicyReport, PolicyStep
 from memctx.typing import Summarizer, Tokenizer
 
+if TYPE_CHECKING:
+    from memctx.store import AsyncMemoryStore, MemoryStore
+
 Strategy = Literal["recent", "stable"]
+RecallProvider = Literal["openai", "anthropic", "gemini", "responses"]
 ToolMode = Literal["text", "native"]
 
 _GAP: Final = 0.25
@@ -142,6 +146,14 @@ def _advance(
         return step
 
 
+def _has_recall_hint(summarizer: object) -> bool:
+    """Whether ``summarizer`` is one of memctx's, which can say that details can be recalled."""
+    from memctx.compress._extractive import ExtractiveSummarizer
+    from memctx.compress._llm_summarizer import LLMSummarizer
+
+    return isinstance(summarizer, ExtractiveSummarizer | LLMSummarizer)
+
+
 def _is_async(summarizer: object) -> bool:
     method = getattr(type(summarizer), "__call__", None)  # noqa: B004 - the method, not callability
     return inspect.iscoroutinefunction(summarizer) or inspect.iscoroutinefunction(method)
@@ -158,8 +170,11 @@ class ContextPolicy:
     ``summarizer`` (sync, or ``async def``; default: an
     :class:`~memctx.compaction.ExtractiveSummarizer`). ``strategy``, ``system_prompt``
     and ``tools`` go to the build and the request. ``tokenizer`` overrides the
-    profile's, ``builder`` the default builder. ``recall=True`` (when the agent has the
-    ``recall`` tool) makes the default summary say that older details can be recalled.
+    profile's, ``builder`` the default builder. ``recall=True`` gives the agent the
+    ``recall`` tool (:meth:`recall_tool`, handled by :meth:`recall`, whose answer holds at
+    most ``recall_max_tokens``), and makes the summary say that older details can be
+    recalled (the default summary, or an ``ExtractiveSummarizer`` or ``LLMSummarizer``
+    given as ``summarizer``).
 
     A policy remembers, per thread id, what calibration and growth it has seen: use
     one policy per agent (it is safe to share between threads of a store).
@@ -180,6 +195,7 @@ class ContextPolicy:
         tokenizer: Tokenizer | None = None,
         builder: ContextBuilder | None = None,
         recall: bool = False,
+        recall_max_tokens: int = 2000,
     ) -> None:
         self.profile = model_profile(model)
         window = self.profile.context_window
@@ -215,6 +231,16 @@ class ContextPolicy:
             )
         if recall is not True and recall is not False:
             raise PolicyError("recall", f"must be True or False, got {recall!r}")
+        if (
+            isinstance(recall_max_tokens, bool)
+            or not isinstance(recall_max_tokens, int)
+            or recall_max_tokens < 50
+        ):
+            raise PolicyError(
+                "recall_max_tokens", f"must be an int of at least 50, got {recall_max_tokens!r}"
+            )
+        self.recall_enabled = recall
+        self.recall_max_tokens = recall_max_tokens
         if strategy not in ("recent", "stable"):
             raise PolicyError("strategy", f"must be 'recent' or 'stable', got {strategy!r}")
         if tools not in ("text", "native"):
@@ -237,6 +263,8 @@ class ContextPolicy:
             summarizer = ExtractiveSummarizer(
                 max_chars=min(24_000, max(1_000, self.budget // 2)), recall_hint=recall
             )
+        elif recall and _has_recall_hint(summarizer):
+            summarizer = attrs.evolve(summarizer, recall_hint=True)  # type: ignore[misc]
         self.summarizer = summarizer
         self.compaction_tokens: tuple[int, int] | None = None
         if compaction is not None:
@@ -272,6 +300,69 @@ class ContextPolicy:
             f"ContextPolicy(model={self.profile.name!r}, budget={self.budget}, "
             f"clear_tool_uses={self.clear_tool_uses!r}, compaction={self.compaction!r})"
         )
+
+    # -- recall ---------------------------------------------------------------------
+
+    def recall_tool(self, provider: RecallProvider | None = None) -> dict[str, Any]:
+        """The ``recall`` tool's definition, to put in the request's tools next to the
+        agent's own: in the shape of ``provider`` (``"openai"``, ``"responses"``,
+        ``"anthropic"``, ``"gemini"``; default: the model's provider), as
+        :func:`memctx.store.recall_tool` makes it. Needs ``recall=True``."""
+        from memctx.store import recall_tool
+
+        self._check_recall()
+        try:
+            return recall_tool(self.profile.provider if provider is None else provider)
+        except MemctxError as exc:
+            raise PolicyError("provider", str(exc)) from None
+
+    def recall(
+        self,
+        store: MemoryStore,
+        thread_id: str,
+        arguments: Mapping[str, Any] | str,
+        *,
+        visible: bool | None = None,
+    ) -> str:
+        """Answer the model's ``recall`` call on ``thread_id``: the matching chunks of the
+        thread's whole history, rendered as this policy's builder renders them, best first,
+        within ``recall_max_tokens`` counted by this policy's tokenizer
+        (:func:`memctx.store.recall`). ``arguments`` are the call's (a mapping, or JSON
+        text). Bad arguments raise :class:`~memctx.StoreArgumentError`, whose message can
+        go back to the model as the tool's error. Needs ``recall=True``."""
+        from memctx.store import recall
+
+        self._check_recall()
+        return recall(store, thread_id, arguments, visible=visible, **self._recall_options())
+
+    async def arecall(
+        self,
+        store: AsyncMemoryStore,
+        thread_id: str,
+        arguments: Mapping[str, Any] | str,
+        *,
+        visible: bool | None = None,
+    ) -> str:
+        """:meth:`recall` for an :class:`~memctx.store.AsyncMemoryStore`."""
+        from memctx.store import arecall
+
+        self._check_recall()
+        return await arecall(store, thread_id, arguments, visible=visible, **self._recall_options())
+
+    def _check_recall(self) -> None:
+        if not self.recall_enabled:
+            raise PolicyError(
+                "recall",
+                "is False: make the policy with recall=True to give the agent the recall "
+                "tool (the summary then says that older details can be recalled)",
+            )
+
+    def _recall_options(self) -> dict[str, Any]:
+        return {
+            "max_tokens": self.recall_max_tokens,
+            "tokenizer": self.tokenizer,
+            "builder": self.builder,
+        }
 
     # -- the two drivers ------------------------------------------------------------
 

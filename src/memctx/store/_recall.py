@@ -206,7 +206,13 @@ def _cut(xml: str, max_tokens: int, counter: Tokenizer) -> str:
     return xml[:low] + marker
 
 
-def _check_cap(max_tokens: object, tokenizer: object) -> int:
+def _check_cap(max_tokens: object, tokenizer: object, builder: object) -> int:
+    from memctx._build.builder import ContextBuilder
+
+    if builder is not None and not isinstance(builder, ContextBuilder):
+        raise StoreArgumentError(
+            f"recall's builder must be a ContextBuilder, got {describe(builder)}"
+        )
     if tokenizer is not None and not is_tokenizer(tokenizer):
         raise StoreArgumentError(
             f"recall's tokenizer must be a Tokenizer, got {describe(tokenizer)}"
@@ -226,6 +232,7 @@ def recall(
     max_tokens: int = 2000,
     tokenizer: Tokenizer | None = None,
     visible: bool | None = None,
+    builder: ContextBuilder | None = None,
 ) -> str:
     """Run the model's recall call on ``thread_id``: the matching chunks rendered as XML.
 
@@ -235,13 +242,15 @@ def recall(
     (counted by ``tokenizer``, by default the chars/4 estimate); a first hit
     bigger than that is cut, with a line saying so. Nothing found gives a
     one-line answer. ``visible=False`` recalls only what the current view
-    hides. Bad arguments raise :class:`~memctx.StoreArgumentError`, whose
-    message can go back to the model as the tool's error.
+    hides. ``builder`` renders the hits (default: the store's; give the one
+    that builds the agent's context, so recalled entries read alike). Bad
+    arguments raise :class:`~memctx.StoreArgumentError`, whose message can go
+    back to the model as the tool's error.
     """
-    cap = _check_cap(max_tokens, tokenizer)
+    cap = _check_cap(max_tokens, tokenizer, builder)
     query, limit, types = recall_arguments(arguments)
     hits = store.search(thread_id, query, limit=limit, types=types, visible=visible)
-    return render_hits(hits, query, store.builder, cap, tokenizer)
+    return render_hits(hits, query, store.builder if builder is None else builder, cap, tokenizer)
 
 
 async def arecall(
@@ -252,9 +261,10 @@ async def arecall(
     max_tokens: int = 2000,
     tokenizer: Tokenizer | None = None,
     visible: bool | None = None,
+    builder: ContextBuilder | None = None,
 ) -> str:
     """:func:`recall` for an :class:`~memctx.store.AsyncMemoryStore`."""
-    cap = _check_cap(max_tokens, tokenizer)
+    cap = _check_cap(max_tokens, tokenizer, builder)
     query, limit, types = recall_arguments(arguments)
     hits = await store.search(thread_id, query, limit=limit, types=types, visible=visible)
-    return render_hits(hits, query, store.builder, cap, tokenizer)
+    return render_hits(hits, query, store.builder if builder is None else builder, cap, tokenizer)

@@ -7,38 +7,75 @@ quotes, ``AND``/``OR``/``NOT``/``NEAR``, ``*``, ``:``, ``-``, parentheses or
 SQL find the words they hold and nothing else. A query without a word (blank,
 or only punctuation) finds nothing.
 
-Ranking, alike on both backends: first the chunks holding the query's words as
-a phrase (in order, adjacent), then those holding every word, then those
-holding some; within each group by BM25 (k1 = 1.2, b = 0.75, as SQLite's
-``bm25()``), newest first on a tie. On SQLite the BM25 statistics (chunk count,
-word frequencies, average length) are FTS5's, over the whole database; on
-PostgreSQL memctx computes the same formula over the thread (its chunk count,
-and the matching chunks' frequencies and average length). Scores compare hits
-of one search, not searches or backends.
+Ranking, the same on both backends (computed here, from the same words): first
+the chunks holding the query's words as a phrase (in order, adjacent), then
+those holding every word, then those holding some; within each group by BM25
+(k1 = 1.2, b = 0.75, a chunk's length in words), newest first on a tie.
+
+What is ranked, so that a search costs about the same at any thread length
+(the index tells only which chunks hold a word; counts, lengths and phrases
+are read from the candidates' text):
+
+1. Word frequencies (BM25's document frequencies) are counted among the
+   thread's newest :data:`SAMPLE` chunks: exact in a thread no longer than
+   that, estimated in a longer one.
+2. The candidates for the phrase and every-word groups are the newest
+   :data:`POOL` chunks holding the :data:`DRIVERS` rarest words.
+3. When those give fewer than ``limit`` hits, the newest :data:`POOL`
+   chunks holding any of the rarer words (the rarest, and the next ones
+   while their estimated chunks add up to at most :data:`ANY_WORDS_READ`)
+   are candidates too: a word in most chunks of a long thread does not
+   find chunks by itself.
+
+So in a thread where more than :data:`POOL` chunks hold the rarest words, the
+best of the newest ones are found. ``types`` is applied by the index;
+``visible`` to the newest :data:`VISIBLE_READ` candidates.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 import attrs
-from sqlalchemy import Connection, bindparam, text
+from sqlalchemy import Row
 from sqlmodel import Session
 
 from memctx._chunk import Chunk, ChunkType
-from memctx._exceptions import StoreArgumentError
+from memctx._exceptions import StoreArgumentError, StoreError
 from memctx._validators import describe
 from memctx.store._queries import check_thread_id, get_batch, get_thread
 from memctx.store._row_reads import rows_by_seq, visible_seqs
 from memctx.store._schema import row_to_chunk
-from memctx.store._search_index import KEY_SHIFT, MAX_WORD, thread_key, words
+from memctx.store._search_index import indexed_text, words
+from memctx.store._search_reads import Index
 
 MAX_QUERY_WORDS: Final = 64
 """Words of a query that are searched; the rest is ignored."""
 
 DEFAULT_LIMIT: Final = 5
 """How many hits :meth:`~memctx.store.MemoryStore.search` returns when not told."""
+
+SAMPLE: Final = 500
+"""The newest chunks among which word frequencies are counted."""
+
+POOL: Final = 200
+"""Candidates of each kind that a search ranks (or ``limit``, if more)."""
+
+DRIVERS: Final = 3
+"""The rarest words whose chunks are the candidates for the phrase and every-word groups."""
+
+ANY_WORDS_READ: Final = 1_000
+"""Estimated chunks of the words that find the candidates holding some of them."""
+
+VISIBLE_READ: Final = 8 * POOL
+"""With ``visible=``, the newest candidates of each kind that are read to keep those shown
+(or hidden)."""
+
+_K1: Final = 1.2
+_B: Final = 0.75
 
 
 @attrs.frozen
@@ -104,119 +141,136 @@ def search(
     check_thread_id(thread_id)
     found, limit, type_values, visible = check_search(query, limit, types, visible)
     thread = get_thread(session, thread_id)
-    if not found:
+    if not found or thread.last_seq == 0:
+        return ()
+    index = Index.of(session.connection(), thread_id)
+    if index is None:  # not made by this schema: a corrupt database
         return ()
     shown: set[int] | None = None
     if visible is not None:
         shown = set(visible_seqs(session, get_batch(session, thread_id, thread.batch)))
-    ranked = _ranked(
-        session.connection(),
-        thread_id,
-        thread.last_seq,
-        found,
-        type_values,
-        None if shown is None else limit,
-    )
-    picked: list[tuple[int, float]] = []
-    for seq, score in ranked:
-        if shown is None or (seq in shown) == visible:
-            picked.append((seq, score))
-            if len(picked) == limit:
-                break
-    rows = rows_by_seq(session, thread_id, [seq for seq, _ in picked])
-    return tuple(SearchHit(row_to_chunk(rows[seq]), score, seq - 1) for seq, score in picked)
+    search = _Search(session, index, found, thread.last_seq, type_values, shown, visible)
+    return search.run(limit)
 
 
-def _ranked(
-    connection: Connection,
-    thread_id: str,
-    chunk_count: int,
-    found: Sequence[str],
-    types: frozenset[str] | None,
-    limit: int | None,
-) -> Iterator[tuple[int, float]]:
-    """``(seq, score)`` of the matching chunks, best first (all of them when ``limit`` is None)."""
-    if connection.dialect.name == "postgresql":
-        found = [w[:MAX_WORD] for w in found]  # as the index holds them
-        terms = list(dict.fromkeys(found))
-        statement, params = _postgresql(thread_id, chunk_count, found, terms)
-    else:
-        key = thread_key(connection, thread_id)
-        if key is None:  # not made by this schema: a corrupt database
-            return
-        statement, params = _sqlite(key, found, list(dict.fromkeys(found)))
-    params["t"] = thread_id
-    if types is not None:
-        statement = (
-            f"SELECT * FROM ({statement}) AS m WHERE EXISTS (SELECT 1 FROM memctx_chunks AS c "
-            "WHERE c.thread_id = :t AND c.seq = m.seq AND c.type IN :types)"
+@attrs.define
+class _Candidate:
+    """A chunk being ranked: its row, its length in words and its query words' counts."""
+
+    row: Row[Any]
+    length: int
+    counts: dict[str, int]
+    every: bool
+    phrase: bool
+
+
+class _Search:
+    """One search: estimate word frequencies, gather candidates, rank them."""
+
+    def __init__(
+        self,
+        session: Session,
+        index: Index,
+        found: list[str],
+        chunk_count: int,
+        types: frozenset[str] | None,
+        shown: set[int] | None,
+        visible: bool | None,
+    ) -> None:
+        self.session = session
+        self.index = index
+        self.found = found
+        self.phrase = f" {' '.join(found)} "
+        self.terms = list(dict.fromkeys(found))
+        self.chunk_count = chunk_count
+        self.types = None if types is None else sorted(types)
+        self.shown = shown
+        self.visible = visible
+        self.candidates: dict[int, _Candidate] = {}
+        self.frequencies = self._frequencies()
+
+    def _frequencies(self) -> dict[str, float]:
+        """Each word's number of chunks: counted in the newest :data:`SAMPLE`, exact when the
+        thread has no more, else scaled to the thread (a word not seen counts as half)."""
+        first = max(1, self.chunk_count - SAMPLE + 1)
+        counts = self.index.sample(self.terms, first)
+        if first == 1:
+            return {t: float(n) for t, n in zip(self.terms, counts, strict=True)}
+        scale = self.chunk_count / (self.chunk_count - first + 1)
+        return {
+            t: min(float(self.chunk_count), (n or 0.5) * scale)
+            for t, n in zip(self.terms, counts, strict=True)
+        }
+
+    def run(self, limit: int) -> tuple[SearchHit, ...]:
+        size = max(POOL, limit)
+        exact = self.chunk_count <= SAMPLE
+        present = [t for t in self.terms if self.frequencies[t] > 0]
+        by_rarity = sorted(present, key=lambda t: (self.frequencies[t], -len(t)))
+        if len(present) == len(self.terms):
+            self._add(self.index_pool(by_rarity[:DRIVERS], True, size))
+        if sum(c.every for c in self.candidates.values()) < limit and by_rarity:
+            chosen: list[str] = []
+            read = 0.0
+            for term in by_rarity:
+                read += self.frequencies[term]
+                if chosen and read > ANY_WORDS_READ and not exact:
+                    break
+                chosen.append(term)
+            self._add(self.index_pool(chosen, False, size))
+        return self._ranked(limit)
+
+    def index_pool(self, terms: Sequence[str], every: bool, size: int) -> list[int]:
+        """The newest ``size`` candidates holding every or any of ``terms``, not yet ranked,
+        kept by ``visible``."""
+        read = size if self.shown is None else max(size, VISIBLE_READ)
+        seqs = self.index.pool(terms, every=every, types=self.types, limit=read)
+        kept = [s for s in seqs if s not in self.candidates]
+        if self.shown is not None:
+            kept = [s for s in kept if (s in self.shown) == self.visible]
+        return kept[:size]
+
+    def _add(self, seqs: Sequence[int]) -> None:
+        rows = rows_by_seq(self.session, self.index.thread_id, seqs)
+        for seq in seqs:
+            row = rows.get(seq)
+            if row is not None:
+                self.candidates[seq] = self._candidate(row)
+
+    def _candidate(self, row: Row[Any]) -> _Candidate:
+        try:
+            text = indexed_text(row.content, row.meta)
+        except (TypeError, ValueError) as exc:
+            where = f"thread {row.thread_id!r}, chunk #{row.seq}"
+            raise StoreError(f"{where}: the database holds invalid JSON ({exc})") from None
+        held = words(text)
+        frequency = Counter(held)
+        counts = {t: frequency[t] for t in self.terms}
+        every = all(counts.values())
+        phrase = every and (len(self.found) == 1 or self.phrase in f" {' '.join(held)} ")
+        return _Candidate(row, len(held), counts, every, phrase)
+
+    def _ranked(self, limit: int) -> tuple[SearchHit, ...]:
+        if not self.candidates:
+            return ()
+        docs = float(self.chunk_count)
+        weights = {}
+        for term, frequency in self.frequencies.items():
+            idf = math.log((docs - frequency + 0.5) / (frequency + 0.5))
+            weights[term] = idf if idf > 0 else 1e-6  # as SQLite's bm25()
+        average = max(1.0, sum(c.length for c in self.candidates.values()) / len(self.candidates))
+        scored = []
+        for seq, candidate in self.candidates.items():
+            norm = _K1 * (1 - _B + _B * candidate.length / average)
+            relevance = sum(
+                weights[t] * n * (_K1 + 1) / (n + norm) for t, n in candidate.counts.items() if n
+            )
+            if not relevance:
+                continue  # holds none of the words (a row the index matched on other words)
+            tier = 2 if candidate.phrase else 1 if candidate.every else 0
+            scored.append((tier, relevance, seq, candidate.row))
+        scored.sort(key=lambda s: (s[0], s[1], s[2]), reverse=True)
+        return tuple(
+            SearchHit(row_to_chunk(row), tier + relevance / (1.0 + relevance), seq - 1)
+            for tier, relevance, seq, row in scored[:limit]
         )
-        params["types"] = sorted(types)
-    statement += " ORDER BY phrase DESC, every DESC, relevance DESC, seq DESC"
-    if limit is not None:
-        statement += " LIMIT :n"
-        params["n"] = limit
-    compiled = text(statement)
-    if types is not None:
-        compiled = compiled.bindparams(bindparam("types", expanding=True))
-    for seq, phrase, every, relevance in connection.execute(compiled, params):
-        tier = 2 if phrase else 1 if every else 0
-        yield int(seq), tier + relevance / (1.0 + relevance)
-
-
-def _sqlite(key: int, found: Sequence[str], terms: Sequence[str]) -> tuple[str, dict[str, Any]]:
-    """FTS5: one MATCH for any word ranked by ``bm25()``, and two for the groups."""
-    quoted = [f'"{t}"' for t in terms]  # words hold letters and digits only
-    in_thread = "memctx_search MATCH :{} AND rowid BETWEEN :lo AND :hi"
-    statement = (
-        "SELECT rowid - :lo AS seq, "
-        f"rowid IN (SELECT rowid FROM memctx_search WHERE {in_thread.format('phrase')}) AS phrase, "
-        f"rowid IN (SELECT rowid FROM memctx_search WHERE {in_thread.format('every')}) AS every, "
-        "-bm25(memctx_search) AS relevance "
-        f"FROM memctx_search WHERE {in_thread.format('any')}"
-    )
-    params: dict[str, Any] = {
-        "lo": key * KEY_SHIFT,
-        "hi": key * KEY_SHIFT + KEY_SHIFT - 1,
-        "any": " OR ".join(quoted),
-        "every": " AND ".join(quoted),
-        "phrase": '"' + " ".join(found) + '"',
-    }
-    return statement, params
-
-
-def _postgresql(
-    thread_id: str, chunk_count: int, found: Sequence[str], terms: Sequence[str]
-) -> tuple[str, dict[str, Any]]:
-    """A ``tsvector`` search by the GIN index, and BM25 computed from its frequencies."""
-    quoted = [f"'{t}'" for t in terms]  # words hold letters and digits only
-    frequencies = ", ".join(
-        f"CAST(ts_rank_cd('{{1,1,1,1}}', s.vector, CAST(:q{i} AS tsquery), 0) AS float8) AS f{i}"
-        for i in range(len(terms))
-    )
-    counts = ", ".join(
-        f"CAST(count(*) FILTER (WHERE f{i} > 0) AS float8) AS d{i}" for i in range(len(terms))
-    )
-    relevance = " + ".join(
-        f"greatest(ln((:docs - d{i} + 0.5) / (d{i} + 0.5)), 1e-6) * f{i} * 2.2 "
-        f"/ (f{i} + 1.2 * (0.25 + 0.75 * cand.length / stats.avgdl))"
-        for i in range(len(terms))
-    )
-    statement = (
-        "WITH cand AS (SELECT s.seq, s.length, "
-        "s.vector @@ CAST(:phrase AS tsquery) AS phrase, "
-        f"s.vector @@ CAST(:every AS tsquery) AS every, {frequencies} "
-        "FROM memctx_search AS s WHERE s.thread_id = :t AND s.vector @@ CAST(:any AS tsquery)), "
-        "stats AS (SELECT greatest(CAST(avg(length) AS float8), 1.0) AS avgdl, "
-        f"{counts} FROM cand) "
-        f"SELECT cand.seq, cand.phrase, cand.every, {relevance} AS relevance "
-        "FROM cand CROSS JOIN stats"
-    )
-    params: dict[str, Any] = {
-        "docs": float(chunk_count),
-        "any": " | ".join(quoted),
-        "every": " & ".join(quoted),
-        "phrase": " <-> ".join(f"'{w}'" for w in found),
-    }
-    params.update((f"q{i}", q) for i, q in enumerate(quoted))
-    return statement, params

@@ -8,21 +8,26 @@ indexed (a long log keeps its end, where errors are). A word is a run of
 Unicode letters and digits, lower-cased: ``jsonrep.py`` is ``jsonrep`` and
 ``py``, ``KeyError`` is ``keyerror``, ``test_io`` is ``test`` and ``io``.
 
-SQLite: a contentless FTS5 table ``memctx_search`` (``unicode61`` words,
-diacritics kept), one row per chunk whose ``rowid`` is the thread's search key
-(``memctx_search_threads``, made with the thread by a trigger) times 2³² plus
-the chunk's sequence number, so a thread's rows are one rowid range. Its text
-is computed by SQLite itself from the chunk row (:data:`_SQLITE_TEXT`, JSON
-functions), when the row is inserted and, to remove it, when its thread is
-deleted (a trigger).
+The index says which chunks hold a word, nothing more (no positions, no
+counts): phrases, counts and lengths for the ranking are read from the few
+chunks a search ranks (:mod:`memctx.store._search`), which keeps an append's
+index write small. Each thread has a search key (``memctx_search_threads``,
+made with the thread by a trigger, never reused), so a search reads only its
+thread's part of the index.
 
-PostgreSQL: a table ``memctx_search`` of ``(thread_id, seq, length, vector)``
-whose ``tsvector`` memctx builds from the same words (:func:`words`) and their
-positions, so no text search configuration is involved (no stemming, no stop
-words, as on SQLite); a GIN index on it; its rows go with their chunk rows
-(``ON DELETE CASCADE``). PostgreSQL keeps at most 256 positions per word and
-none past 16,383 (a phrase later in a very long chunk is found as its words),
-and cuts words at :data:`MAX_WORD` characters.
+SQLite: a contentless FTS5 table ``memctx_search`` (``unicode61`` words,
+diacritics kept, ``detail=none``), one row per chunk whose ``rowid`` is the
+thread's key times 2³² plus the chunk's sequence number, so a thread's rows
+are one rowid range. Its text is computed by SQLite itself from the chunk row
+(:data:`_SQLITE_TEXT`, JSON functions), when the row is inserted and, to
+remove it, when its thread is deleted (a trigger).
+
+PostgreSQL: a table ``memctx_search`` of ``(key, seq, terms)`` whose
+``tsvector`` holds the chunk's distinct words (:func:`words`, so no text
+search configuration is involved: no stemming, no stop words, as on SQLite),
+each prefixed by the thread's key (``7:keyerror``), with a GIN index: a word's
+entry lists only its thread's chunks. Words are cut at :data:`MAX_WORD`
+characters. A thread's rows go with its key row (a trigger).
 """
 
 from __future__ import annotations
@@ -35,7 +40,8 @@ from typing import Any, Final
 from sqlalchemy import Connection, text
 
 MAX_WORD: Final = 100
-"""PostgreSQL: characters of a word that are indexed and searched (a longer one is cut)."""
+"""Characters of a word that are indexed and searched: a longer query word finds the words
+that begin with its first ``MAX_WORD`` characters (on both backends)."""
 
 MAX_INDEXED: Final = 100_000
 """Characters of a chunk's content text that are indexed: the first and the last half of this."""
@@ -44,8 +50,12 @@ KEY_SHIFT: Final = 2**32
 """SQLite: a chunk's ``rowid`` in ``memctx_search`` is ``thread key * KEY_SHIFT + seq``."""
 
 _WORD: Final = re.compile(r"[^\W_]+")
+_ASCII_SEPARATORS: Final = str.maketrans({c: " " for c in range(128) if not chr(c).isalnum()})
 _METADATA_WORDS: Final = ("tool", "skill", "call_id")
 _HALF: Final = MAX_INDEXED // 2
+_MAX_TERMS_TEXT: Final = 600_000
+"""PostgreSQL: characters of a chunk's distinct words that are indexed (a ``tsvector`` holds
+at most 1 MB; only metadata of extraordinary length comes near it)."""
 
 _SQLITE_CONTENT: Final = (
     "CASE json_type(c.content) WHEN 'text' THEN json_extract(c.content, '$') ELSE "
@@ -64,9 +74,9 @@ _SQLITE_TEXT: Final = (
 (a contentless FTS5 row is deleted by giving the text it was indexed with)."""
 
 _SQLITE_DDL: Final = (
-    "CREATE TABLE memctx_search_threads (key INTEGER PRIMARY KEY, thread_id VARCHAR NOT NULL "
-    "UNIQUE REFERENCES memctx_threads (id) ON DELETE CASCADE)",
-    "CREATE VIRTUAL TABLE memctx_search USING fts5(body, content = '', "
+    "CREATE TABLE memctx_search_threads (key INTEGER PRIMARY KEY AUTOINCREMENT, "
+    "thread_id VARCHAR NOT NULL UNIQUE REFERENCES memctx_threads (id) ON DELETE CASCADE)",
+    "CREATE VIRTUAL TABLE memctx_search USING fts5(body, content = '', detail = none, "
     "tokenize = 'unicode61 remove_diacritics 0')",
     "CREATE TRIGGER memctx_search_thread_created AFTER INSERT ON memctx_threads BEGIN "
     "INSERT INTO memctx_search_threads (thread_id) VALUES (new.id); END",
@@ -77,27 +87,43 @@ _SQLITE_DDL: Final = (
     "WHERE k.thread_id = old.id; END",
 )
 _POSTGRESQL_DDL: Final = (
-    "CREATE TABLE memctx_search (thread_id VARCHAR NOT NULL, seq INTEGER NOT NULL, "
-    "length INTEGER NOT NULL, vector tsvector NOT NULL, PRIMARY KEY (thread_id, seq), "
-    "FOREIGN KEY (thread_id, seq) REFERENCES memctx_chunks (thread_id, seq) ON DELETE CASCADE)",
-    "CREATE INDEX memctx_search_vector ON memctx_search USING gin (vector)",
+    "CREATE TABLE memctx_search_threads (key SERIAL PRIMARY KEY, thread_id VARCHAR NOT NULL "
+    "UNIQUE REFERENCES memctx_threads (id) ON DELETE CASCADE)",
+    "CREATE TABLE memctx_search (key INTEGER NOT NULL, seq INTEGER NOT NULL, "
+    "terms tsvector NOT NULL, PRIMARY KEY (key, seq))",
+    # A short pending list: a search reads all of it, an append rarely waits for its merge.
+    "CREATE INDEX memctx_search_terms ON memctx_search USING gin (terms) "
+    "WITH (gin_pending_list_limit = 256)",
+    "CREATE FUNCTION memctx_search_thread_created() RETURNS trigger LANGUAGE plpgsql "
+    "SET search_path FROM CURRENT AS $$ BEGIN "
+    "INSERT INTO memctx_search_threads (thread_id) VALUES (NEW.id); RETURN NULL; END $$",
+    "CREATE TRIGGER memctx_search_thread_created AFTER INSERT ON memctx_threads "
+    "FOR EACH ROW EXECUTE PROCEDURE memctx_search_thread_created()",
+    "CREATE FUNCTION memctx_search_thread_deleted() RETURNS trigger LANGUAGE plpgsql "
+    "SET search_path FROM CURRENT AS $$ BEGIN "
+    "DELETE FROM memctx_search WHERE key = OLD.key; RETURN NULL; END $$",
+    "CREATE TRIGGER memctx_search_thread_deleted AFTER DELETE ON memctx_search_threads "
+    "FOR EACH ROW EXECUTE PROCEDURE memctx_search_thread_deleted()",
 )
 _KEY_OF: Final = text("SELECT key FROM memctx_search_threads WHERE thread_id = :t")
+_FILL_KEYS: Final = text(
+    "INSERT INTO memctx_search_threads (thread_id) SELECT id FROM memctx_threads ORDER BY id"
+)
 _SQLITE_INSERT: Final = text(
     f"INSERT INTO memctx_search (rowid, body) SELECT k.key * {KEY_SHIFT} + c.seq, {_SQLITE_TEXT} "
     "FROM memctx_search_threads AS k JOIN memctx_chunks AS c ON c.thread_id = k.thread_id "
     "WHERE k.thread_id = :t AND c.seq BETWEEN :first AND :last"
 )
-_SQLITE_FILL: Final = text(
-    "INSERT INTO memctx_search_threads (thread_id) SELECT id FROM memctx_threads"
-)
 _SQLITE_FILL_ALL: Final = text(
     f"INSERT INTO memctx_search (rowid, body) SELECT k.key * {KEY_SHIFT} + c.seq, {_SQLITE_TEXT} "
     "FROM memctx_search_threads AS k JOIN memctx_chunks AS c ON c.thread_id = k.thread_id"
 )
+# The words come space-separated; PostgreSQL prefixes each with the thread's key.
 _POSTGRESQL_INSERT: Final = text(
-    "INSERT INTO memctx_search (thread_id, seq, length, vector) "
-    "VALUES (:t, :s, :length, CAST(:vector AS tsvector))"
+    "INSERT INTO memctx_search (key, seq, terms) SELECT k.key, :s, CASE WHEN :w = '' "
+    "THEN CAST('' AS tsvector) ELSE array_to_tsvector(string_to_array(k.p || "
+    "replace(:w, ' ', ' ' || k.p), ' ')) END FROM (SELECT key, CAST(key AS text) || ':' AS p "
+    "FROM memctx_search_threads WHERE thread_id = :t) AS k"
 )
 _FILL_PAGE: Final = 2_000
 _PAGE_OF_ROWS: Final = text(
@@ -109,10 +135,15 @@ _PAGE_OF_ROWS: Final = text(
 def words(text: str, *, cut: bool = True) -> list[str]:
     """The words of ``text`` (runs of letters and digits), lower-cased as SQLite's
     ``unicode61`` does; cut at :data:`MAX_WORD` characters unless ``cut`` is false."""
-    found: list[str] = _WORD.findall(text.lower())
-    if not cut:
+    lowered = text.lower()
+    found: list[str]
+    if lowered.isascii():  # the same words, several times faster than the expression
+        found = lowered.translate(_ASCII_SEPARATORS).split()
+    else:
+        found = _WORD.findall(lowered)
+    if not cut or not found or max(map(len, found)) <= MAX_WORD:
         return found
-    return [w if len(w) <= MAX_WORD else w[:MAX_WORD] for w in found]
+    return [w[:MAX_WORD] for w in found]
 
 
 def _json_text(value: Any) -> Iterator[str]:
@@ -132,7 +163,7 @@ def _json_text(value: Any) -> Iterator[str]:
 
 def indexed_text(content: str, meta: str) -> str:
     """The text the index holds of a chunk, from its stored ``content`` and ``metadata`` JSON
-    (what :data:`_SQLITE_TEXT` computes in SQLite)."""
+    (what :data:`_SQLITE_TEXT` computes in SQLite); ``ValueError`` if either is not JSON."""
     value = json.loads(content)
     found = value if isinstance(value, str) else " ".join(_json_text(value))
     if len(found) > MAX_INDEXED:
@@ -144,19 +175,13 @@ def indexed_text(content: str, meta: str) -> str:
     return " ".join((found, *names))
 
 
-def tsvector_literal(found: Sequence[str]) -> str:
-    """The ``tsvector`` of the words ``found``, at positions 1, 2, ...
-
-    Words hold letters and digits only, so none needs escaping inside its
-    quotes. Positions past PostgreSQL's limits are left out here, as
-    PostgreSQL would drop them.
-    """
-    positions: dict[str, list[str]] = {}
-    for position, word in enumerate(found, 1):
-        at = positions.setdefault(word, [])
-        if len(at) < 256 and position <= 16383:
-            at.append(str(position))
-    return " ".join(f"'{w}':{','.join(p)}" if p else f"'{w}'" for w, p in positions.items())
+def distinct_words(content: str, meta: str) -> str:
+    """PostgreSQL: the distinct words of a chunk row, space-separated, as its index row holds
+    them (without the thread's key)."""
+    joined = " ".join(dict.fromkeys(words(indexed_text(content, meta))))
+    if len(joined) <= _MAX_TERMS_TEXT:
+        return joined
+    return joined[: joined.rfind(" ", 0, _MAX_TERMS_TEXT + 1)].rstrip()
 
 
 # -- the index's tables -----------------------------------------------------------------------
@@ -170,7 +195,7 @@ def create_index(connection: Connection) -> None:
 
 
 def thread_key(connection: Connection, thread_id: str) -> int | None:
-    """SQLite: the thread's search key (made with the thread, by a trigger)."""
+    """The thread's search key (made with the thread, by a trigger)."""
     key = connection.execute(_KEY_OF, {"t": thread_id}).scalar()
     return None if key is None else int(key)
 
@@ -183,23 +208,20 @@ def index_rows(
     if not rows:
         return
     if connection.dialect.name == "postgresql":
-        values = [_vector_row(thread_id, seq, row) for seq, row in enumerate(rows, first_seq)]
+        values = [
+            {"t": thread_id, "s": seq, "w": distinct_words(row["content"], row["meta"])}
+            for seq, row in enumerate(rows, first_seq)
+        ]
         connection.execute(_POSTGRESQL_INSERT, values)
         return
     last = first_seq + len(rows) - 1
     connection.execute(_SQLITE_INSERT, {"t": thread_id, "first": first_seq, "last": last})
 
 
-def _vector_row(thread_id: str, seq: int, row: Mapping[str, Any]) -> dict[str, Any]:
-    """PostgreSQL: the index row of a chunk row's ``content`` and ``meta``."""
-    found = words(indexed_text(row["content"], row["meta"]))
-    return {"t": thread_id, "s": seq, "length": len(found), "vector": tsvector_literal(found)}
-
-
 def fill_index(connection: Connection) -> None:
     """Index every stored chunk (the migration to schema version 4)."""
+    connection.execute(_FILL_KEYS)
     if connection.dialect.name != "postgresql":
-        connection.execute(_SQLITE_FILL)
         connection.execute(_SQLITE_FILL_ALL)
         return
     last: tuple[str, int] = ("", -1)
@@ -211,7 +233,7 @@ def fill_index(connection: Connection) -> None:
         connection.execute(
             _POSTGRESQL_INSERT,
             [
-                _vector_row(row.thread_id, row.seq, {"content": row.content, "meta": row.meta})
+                {"t": row.thread_id, "s": row.seq, "w": distinct_words(row.content, row.meta)}
                 for row in rows
             ],
         )
