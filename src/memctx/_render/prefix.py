@@ -119,6 +119,18 @@ def _whole_messages_tokens(
     return known + (tokenizer.count_messages(unknown) - empty if unknown else 0)
 
 
+def _shorter_whole(a: Message, b: Message, content_a: str, content_b: str) -> Message | None:
+    """The one of two messages that the other extends by whole chunks, if one does."""
+    if not (isinstance(a, ContextMessage) and isinstance(b, ContextMessage)):
+        return None
+    ids_a, ids_b = a.chunk_ids, b.chunk_ids
+    if ids_b and len(ids_b) < len(ids_a) and ids_a[: len(ids_b)] == ids_b:
+        return b if content_a.startswith(content_b) else None
+    if ids_a and len(ids_a) < len(ids_b) and ids_b[: len(ids_a)] == ids_a:
+        return a if content_b.startswith(content_a) else None
+    return None
+
+
 def shared_messages(messages_a: Sequence[Message], messages_b: Sequence[Message]) -> int:
     """How many leading messages of ``a`` and ``b`` are identical in role and content."""
     same = 0
@@ -173,6 +185,13 @@ def shared_prefix_tokens(
         return shared + max(0, overhead - 2)
     header = role_tokens + max(0, overhead - 1)  # all but the token closing the message
     message = messages_a[same]
+    whole_shorter = _shorter_whole(message, messages_b[same], content_a, content_b)
+    if whole_shorter is not None and content_tokens is not None:
+        # One message is the other with chunks added at its end (an agent loop's last
+        # message): where counts add up, its chunks' counts are the common tokens.
+        tokens = content_tokens(whole_shorter)
+        if tokens is not None:
+            return shared + header + tokens
 
     def count_a() -> int | None:
         return content_tokens(message) if content_tokens is not None else None
