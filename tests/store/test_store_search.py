@@ -6,9 +6,8 @@ Every test runs on both backends and through both store classes (the
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import re
+from collections.abc import Callable
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -222,9 +221,7 @@ class TestWords:
 
 
 class TestLongThreads:
-    def test_a_chunk_older_than_the_sampled_ones_is_found_first(
-        self, store: MemoryStore
-    ) -> None:
+    def test_a_chunk_older_than_the_sampled_ones_is_found_first(self, store: MemoryStore) -> None:
         store.create_thread("t")
         store.append("t", chunks.tool_result("bash", "Segmentation fault in parse()", id="old"))
         notes = [chunks.user(f"lunch note {n} about the parser", id=f"n{n}") for n in range(700)]
