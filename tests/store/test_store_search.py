@@ -6,6 +6,7 @@ Every test runs on both backends and through both store classes (the
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import pytest
@@ -24,6 +25,7 @@ from memctx import (
 from memctx.compaction import ExtractiveSummarizer
 from memctx.compress import TrimToolOutputs
 from memctx.store import MemoryStore, SearchHit
+from memctx.store._search_index import MAX_WORD, words
 from strategies import search_queries
 
 FILLER = [f"unrelated note number {n} about lunch" for n in range(8)]
@@ -200,6 +202,41 @@ class TestWhatIsSearched:
 
         assert store.get_all_chunks("t")[hit.position] == hit.chunk
         assert hit.position == 8
+
+
+class TestWords:
+    @given(text=search_queries)
+    def test_a_word_is_a_run_of_letters_and_digits_lower_cased(self, text: str) -> None:
+        assert words(text, cut=False) == re.findall(r"[^\W_]+", text.lower())
+
+    def test_a_word_longer_than_the_limit_is_found_by_its_beginning(
+        self, store: MemoryStore
+    ) -> None:
+        long = "a" * (MAX_WORD + 20)
+        fill(store, "t", chunks.assistant(f"hash {long} end", id="long"))
+
+        assert ids(store.search("t", long)) == ["long"]
+        assert ids(store.search("t", "a" * MAX_WORD + "b" * 5)) == ["long"]
+        assert ids(store.search("t", "a" * (MAX_WORD - 1))) == []
+
+
+class TestLongThreads:
+    def test_a_chunk_older_than_the_sampled_ones_is_found_first(self, store: MemoryStore) -> None:
+        store.create_thread("t")
+        store.append("t", chunks.tool_result("bash", "Segmentation fault in parse()", id="old"))
+        notes = [chunks.user(f"lunch note {n} about the parser", id=f"n{n}") for n in range(700)]
+        store.append("t", *notes)
+
+        hits = store.search("t", "segmentation fault parser", limit=3)
+
+        assert ids(hits)[0] == "old"
+        assert len(hits) == 3
+
+    def test_a_word_in_most_chunks_still_finds_the_newest(self, store: MemoryStore) -> None:
+        store.create_thread("t")
+        store.append("t", *[chunks.user(f"retry {n}", id=f"r{n}") for n in range(700)])
+
+        assert ids(store.search("t", "retry", limit=2)) == ["r699", "r698"]
 
 
 class TestHistory:

@@ -28,10 +28,10 @@ Five tables, all prefixed ``memctx_`` so the store can share a database:
     What happened to a thread (``context.built``, ``view.changed``, ...).
 ``memctx_token_counts``
     Token counts per chunk, tokenizer ``cache_key`` and renderer fingerprint.
-``memctx_search`` (and, on SQLite, ``memctx_search_threads``)
-    The full-text index of every stored chunk, made by
-    :mod:`memctx.store._search_index` with the database's own engine (FTS5,
-    or a ``tsvector`` column with a GIN index), not by these models.
+``memctx_search`` and ``memctx_search_threads``
+    The full-text index of every stored chunk and each thread's search key,
+    made by :mod:`memctx.store._search_index` with the database's own engine
+    (FTS5, or a ``tsvector`` column with a GIN index), not by these models.
 
 The store's own timestamps (``created_at`` of threads, batches and events)
 are timezone-aware :class:`~datetime.datetime` columns (:class:`UTCDateTime`).

@@ -7,10 +7,11 @@ quotes, ``AND``/``OR``/``NOT``/``NEAR``, ``*``, ``:``, ``-``, parentheses or
 SQL find the words they hold and nothing else. A query without a word (blank,
 or only punctuation) finds nothing.
 
-Ranking, the same on both backends (computed here, from the same words): first
-the chunks holding the query's words as a phrase (in order, adjacent), then
-those holding every word, then those holding some; within each group by BM25
-(k1 = 1.2, b = 0.75, a chunk's length in words), newest first on a tie.
+Ranking, the same on both backends (computed here, from the same words,
+:mod:`memctx.store._search_match`): first the chunks holding the query's words
+as a phrase (in order, adjacent), then those holding every word, then those
+holding some; within each group by BM25 (k1 = 1.2, b = 0.75; a chunk's length
+is that of its words and the spaces between them), newest first on a tie.
 
 What is ranked, so that a search costs about the same at any thread length
 (the index tells only which chunks hold a word; counts, lengths and phrases
@@ -21,21 +22,23 @@ are read from the candidates' text):
    that, estimated in a longer one.
 2. The candidates for the phrase and every-word groups are the newest
    :data:`POOL` chunks holding the :data:`DRIVERS` rarest words.
-3. When those give fewer than ``limit`` hits, the newest :data:`POOL`
-   chunks holding any of the rarer words (the rarest, and the next ones
-   while their estimated chunks add up to at most :data:`ANY_WORDS_READ`)
-   are candidates too: a word in most chunks of a long thread does not
-   find chunks by itself.
+3. When those give fewer than ``limit`` hits, the words are taken in groups,
+   rarest first, whose estimated chunks add up to :data:`POOL` (or one word),
+   and the newest :data:`POOL` chunks holding some words of a group are
+   candidates, group after group (at most :data:`ANY_POOLS`) while fewer than
+   ``limit`` chunks are found: a word in most chunks of a long thread does not
+   crowd out the rarer ones.
+4. Of each kind of candidates, the newest are read until their text adds up to
+   :data:`TEXT_READ` characters.
 
-So in a thread where more than :data:`POOL` chunks hold the rarest words, the
-best of the newest ones are found. ``types`` is applied by the index;
-``visible`` to the newest :data:`VISIBLE_READ` candidates.
+So where more chunks match than that, the best of the newest are found.
+``types`` is applied by the index; ``visible`` to the newest
+:data:`VISIBLE_READ` candidates of each kind.
 """
 
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
@@ -50,6 +53,7 @@ from memctx.store._queries import check_thread_id, get_batch, get_thread
 from memctx.store._row_reads import rows_by_seq, visible_seqs
 from memctx.store._schema import row_to_chunk
 from memctx.store._search_index import indexed_text, words
+from memctx.store._search_match import Match, QueryWords
 from memctx.store._search_reads import Index
 
 MAX_QUERY_WORDS: Final = 64
@@ -67,8 +71,12 @@ POOL: Final = 200
 DRIVERS: Final = 3
 """The rarest words whose chunks are the candidates for the phrase and every-word groups."""
 
-ANY_WORDS_READ: Final = 1_000
-"""Estimated chunks of the words that find the candidates holding some of them."""
+ANY_POOLS: Final = 3
+"""Groups of words (rarest first) whose chunks are candidates when fewer than ``limit`` hit."""
+
+TEXT_READ: Final = 150_000
+"""Characters of candidates' text read per kind of candidate (newest first; at least
+``limit`` candidates are read)."""
 
 VISIBLE_READ: Final = 8 * POOL
 """With ``visible=``, the newest candidates of each kind that are read to keep those shown
@@ -76,6 +84,7 @@ VISIBLE_READ: Final = 8 * POOL
 
 _K1: Final = 1.2
 _B: Final = 0.75
+_ROWS_READ: Final = 20
 
 
 @attrs.frozen
@@ -126,7 +135,7 @@ def check_search(
         raise StoreArgumentError(f"limit must be a positive int, got {describe(limit)}")
     if visible is not None and not isinstance(visible, bool):
         raise StoreArgumentError(f"visible must be True, False or None, got {describe(visible)}")
-    return words(query, cut=False)[:MAX_QUERY_WORDS], limit, _types(types), visible
+    return words(query)[:MAX_QUERY_WORDS], limit, _types(types), visible
 
 
 def search(
@@ -153,15 +162,12 @@ def search(
     return search.run(limit)
 
 
-@attrs.define
+@attrs.frozen
 class _Candidate:
-    """A chunk being ranked: its row, its length in words and its query words' counts."""
+    """A chunk being ranked: its row and how it holds the query's words."""
 
     row: Row[Any]
-    length: int
-    counts: dict[str, int]
-    every: bool
-    phrase: bool
+    match: Match
 
 
 class _Search:
@@ -179,9 +185,8 @@ class _Search:
     ) -> None:
         self.session = session
         self.index = index
-        self.found = found
-        self.phrase = f" {' '.join(found)} "
-        self.terms = list(dict.fromkeys(found))
+        self.query = QueryWords(found)
+        self.terms = self.query.terms
         self.chunk_count = chunk_count
         self.types = None if types is None else sorted(types)
         self.shown = shown
@@ -203,26 +208,35 @@ class _Search:
         }
 
     def run(self, limit: int) -> tuple[SearchHit, ...]:
-        size = max(POOL, limit)
-        exact = self.chunk_count <= SAMPLE
         present = [t for t in self.terms if self.frequencies[t] > 0]
         by_rarity = sorted(present, key=lambda t: (self.frequencies[t], -len(t)))
         if len(present) == len(self.terms):
-            self._add(self.index_pool(by_rarity[:DRIVERS], True, size))
-        if sum(c.every for c in self.candidates.values()) < limit and by_rarity:
-            chosen: list[str] = []
-            read = 0.0
-            for term in by_rarity:
-                read += self.frequencies[term]
-                if chosen and read > ANY_WORDS_READ and not exact:
+            self._read(self._pool(by_rarity[:DRIVERS], True, limit), limit)
+        if sum(c.match.every for c in self.candidates.values()) < limit:
+            for number, group in enumerate(self._groups(by_rarity)):
+                if number == ANY_POOLS or (number and len(self.candidates) >= limit):
                     break
-                chosen.append(term)
-            self._add(self.index_pool(chosen, False, size))
+                self._read(self._pool(group, False, limit), limit)
         return self._ranked(limit)
 
-    def index_pool(self, terms: Sequence[str], every: bool, size: int) -> list[int]:
-        """The newest ``size`` candidates holding every or any of ``terms``, not yet ranked,
-        kept by ``visible``."""
+    def _groups(self, by_rarity: Sequence[str]) -> list[list[str]]:
+        """The words in groups, rarest first, whose estimated chunks add up to at most
+        :data:`POOL` (or one word): each group finds the chunks holding some of its words."""
+        groups: list[list[str]] = []
+        total = 0.0
+        for term in by_rarity:
+            frequency = self.frequencies[term]
+            if not groups or total + frequency > POOL:
+                groups.append([])
+                total = 0.0
+            groups[-1].append(term)
+            total += frequency
+        return groups
+
+    def _pool(self, terms: Sequence[str], every: bool, limit: int) -> list[int]:
+        """The newest candidates holding every or any of ``terms``, not yet read, kept by
+        ``visible``."""
+        size = max(POOL, limit)
         read = size if self.shown is None else max(size, VISIBLE_READ)
         seqs = self.index.pool(terms, every=every, types=self.types, limit=read)
         kept = [s for s in seqs if s not in self.candidates]
@@ -230,25 +244,27 @@ class _Search:
             kept = [s for s in kept if (s in self.shown) == self.visible]
         return kept[:size]
 
-    def _add(self, seqs: Sequence[int]) -> None:
-        rows = rows_by_seq(self.session, self.index.thread_id, seqs)
-        for seq in seqs:
-            row = rows.get(seq)
-            if row is not None:
-                self.candidates[seq] = self._candidate(row)
-
-    def _candidate(self, row: Row[Any]) -> _Candidate:
-        try:
-            text = indexed_text(row.content, row.meta)
-        except (TypeError, ValueError) as exc:
-            where = f"thread {row.thread_id!r}, chunk #{row.seq}"
-            raise StoreError(f"{where}: the database holds invalid JSON ({exc})") from None
-        held = words(text)
-        frequency = Counter(held)
-        counts = {t: frequency[t] for t in self.terms}
-        every = all(counts.values())
-        phrase = every and (len(self.found) == 1 or self.phrase in f" {' '.join(held)} ")
-        return _Candidate(row, len(held), counts, every, phrase)
+    def _read(self, seqs: Sequence[int], limit: int) -> None:
+        """Read and match the candidates ``seqs``, newest first, until their text adds up
+        to :data:`TEXT_READ` characters (and at least ``limit`` of them are read)."""
+        read = taken = 0
+        for start in range(0, len(seqs), _ROWS_READ):
+            part = seqs[start : start + _ROWS_READ]
+            rows = rows_by_seq(self.session, self.index.thread_id, part)
+            for seq in part:
+                if read >= TEXT_READ and taken >= limit:
+                    return
+                row = rows.get(seq)
+                if row is None:
+                    continue
+                try:
+                    text = indexed_text(row.content, row.meta)
+                except (TypeError, ValueError) as exc:
+                    where = f"thread {row.thread_id!r}, chunk #{row.seq}"
+                    raise StoreError(f"{where}: the database holds invalid JSON ({exc})") from None
+                self.candidates[seq] = _Candidate(row, self.query.match(text))
+                read += len(text)
+                taken += 1
 
     def _ranked(self, limit: int) -> tuple[SearchHit, ...]:
         if not self.candidates:
@@ -258,16 +274,18 @@ class _Search:
         for term, frequency in self.frequencies.items():
             idf = math.log((docs - frequency + 0.5) / (frequency + 0.5))
             weights[term] = idf if idf > 0 else 1e-6  # as SQLite's bm25()
-        average = max(1.0, sum(c.length for c in self.candidates.values()) / len(self.candidates))
+        matches = [c.match for c in self.candidates.values()]
+        average = max(1.0, sum(m.length for m in matches) / len(matches))
         scored = []
         for seq, candidate in self.candidates.items():
-            norm = _K1 * (1 - _B + _B * candidate.length / average)
+            match = candidate.match
+            norm = _K1 * (1 - _B + _B * match.length / average)
             relevance = sum(
-                weights[t] * n * (_K1 + 1) / (n + norm) for t, n in candidate.counts.items() if n
+                weights[t] * n * (_K1 + 1) / (n + norm) for t, n in match.counts.items() if n
             )
             if not relevance:
                 continue  # holds none of the words (a row the index matched on other words)
-            tier = 2 if candidate.phrase else 1 if candidate.every else 0
+            tier = 2 if match.phrase else 1 if match.every else 0
             scored.append((tier, relevance, seq, candidate.row))
         scored.sort(key=lambda s: (s[0], s[1], s[2]), reverse=True)
         return tuple(

@@ -33,7 +33,6 @@ characters. A thread's rows go with its key row (a trigger).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
@@ -49,8 +48,11 @@ MAX_INDEXED: Final = 100_000
 KEY_SHIFT: Final = 2**32
 """SQLite: a chunk's ``rowid`` in ``memctx_search`` is ``thread key * KEY_SHIFT + seq``."""
 
-_WORD: Final = re.compile(r"[^\W_]+")
-_ASCII_SEPARATORS: Final = str.maketrans({c: " " for c in range(128) if not chr(c).isalnum()})
+_ASCII_WORDS: Final = bytes(
+    (ord(chr(c).lower()) if chr(c).isalnum() else 32) if c < 128 else c for c in range(256)
+)
+"""Bytes to words: ASCII letters lower-cased, digits kept, other ASCII a space, the rest kept."""
+_ASCII: Final = bytes(range(128))
 _METADATA_WORDS: Final = ("tool", "skill", "call_id")
 _HALF: Final = MAX_INDEXED // 2
 _MAX_TERMS_TEXT: Final = 600_000
@@ -91,9 +93,7 @@ _POSTGRESQL_DDL: Final = (
     "UNIQUE REFERENCES memctx_threads (id) ON DELETE CASCADE)",
     "CREATE TABLE memctx_search (key INTEGER NOT NULL, seq INTEGER NOT NULL, "
     "terms tsvector NOT NULL, PRIMARY KEY (key, seq))",
-    # A short pending list: a search reads all of it, an append rarely waits for its merge.
-    "CREATE INDEX memctx_search_terms ON memctx_search USING gin (terms) "
-    "WITH (gin_pending_list_limit = 256)",
+    "CREATE INDEX memctx_search_terms ON memctx_search USING gin (terms)",
     "CREATE FUNCTION memctx_search_thread_created() RETURNS trigger LANGUAGE plpgsql "
     "SET search_path FROM CURRENT AS $$ BEGIN "
     "INSERT INTO memctx_search_threads (thread_id) VALUES (NEW.id); RETURN NULL; END $$",
@@ -118,12 +118,14 @@ _SQLITE_FILL_ALL: Final = text(
     f"INSERT INTO memctx_search (rowid, body) SELECT k.key * {KEY_SHIFT} + c.seq, {_SQLITE_TEXT} "
     "FROM memctx_search_threads AS k JOIN memctx_chunks AS c ON c.thread_id = k.thread_id"
 )
-# The words come space-separated; PostgreSQL prefixes each with the thread's key.
+# Each chunk's words come space-separated; PostgreSQL prefixes each with the thread's key.
 _POSTGRESQL_INSERT: Final = text(
-    "INSERT INTO memctx_search (key, seq, terms) SELECT k.key, :s, CASE WHEN :w = '' "
+    "INSERT INTO memctx_search (key, seq, terms) SELECT k.key, u.s, CASE WHEN u.w = '' "
     "THEN CAST('' AS tsvector) ELSE array_to_tsvector(string_to_array(k.p || "
-    "replace(:w, ' ', ' ' || k.p), ' ')) END FROM (SELECT key, CAST(key AS text) || ':' AS p "
-    "FROM memctx_search_threads WHERE thread_id = :t) AS k"
+    "replace(u.w, ' ', ' ' || k.p), ' ')) END "
+    "FROM (SELECT key, CAST(key AS text) || ':' AS p FROM memctx_search_threads "
+    "WHERE thread_id = :t) AS k, unnest(CAST(:seqs AS integer[]), CAST(:words AS text[])) "
+    "AS u (s, w)"
 )
 _FILL_PAGE: Final = 2_000
 _PAGE_OF_ROWS: Final = text(
@@ -132,15 +134,24 @@ _PAGE_OF_ROWS: Final = text(
 )
 
 
+def spaced_words(text: str) -> bytes:
+    """The words of ``text`` (runs of letters and digits, lower-cased as SQLite's
+    ``unicode61`` does) in UTF-8, separated by spaces (one or more): ASCII by one byte
+    translation, other characters by whether each distinct one is a letter or digit."""
+    if text.isascii():
+        return text.encode("ascii").translate(_ASCII_WORDS)
+    raw = text.lower().encode("utf-8", "surrogatepass")
+    spaced = raw.translate(_ASCII_WORDS)
+    for char in set(raw.translate(None, _ASCII).decode("utf-8", "surrogatepass")):
+        if not char.isalnum():
+            spaced = spaced.replace(char.encode("utf-8", "surrogatepass"), b" ")
+    return spaced
+
+
 def words(text: str, *, cut: bool = True) -> list[str]:
-    """The words of ``text`` (runs of letters and digits), lower-cased as SQLite's
-    ``unicode61`` does; cut at :data:`MAX_WORD` characters unless ``cut`` is false."""
-    lowered = text.lower()
-    found: list[str]
-    if lowered.isascii():  # the same words, several times faster than the expression
-        found = lowered.translate(_ASCII_SEPARATORS).split()
-    else:
-        found = _WORD.findall(lowered)
+    """The words of ``text`` (:func:`spaced_words`), cut at :data:`MAX_WORD` characters
+    unless ``cut`` is false."""
+    found = spaced_words(text).decode("utf-8", "surrogatepass").split()
     if not cut or not found or max(map(len, found)) <= MAX_WORD:
         return found
     return [w[:MAX_WORD] for w in found]
@@ -176,9 +187,13 @@ def indexed_text(content: str, meta: str) -> str:
 
 
 def distinct_words(content: str, meta: str) -> str:
-    """PostgreSQL: the distinct words of a chunk row, space-separated, as its index row holds
-    them (without the thread's key)."""
-    joined = " ".join(dict.fromkeys(words(indexed_text(content, meta))))
+    """PostgreSQL: the distinct words of a chunk row, space-separated in no particular
+    order, as its index row holds them (without the thread's key)."""
+    text = indexed_text(content, meta)
+    found = spaced_words(text).split()
+    if found and max(map(len, found)) > MAX_WORD:  # in bytes: perhaps fewer characters
+        found = [w.encode("utf-8") for w in words(text)]
+    joined = b" ".join(set(found)).decode("utf-8")
     if len(joined) <= _MAX_TERMS_TEXT:
         return joined
     return joined[: joined.rfind(" ", 0, _MAX_TERMS_TEXT + 1)].rstrip()
@@ -208,11 +223,9 @@ def index_rows(
     if not rows:
         return
     if connection.dialect.name == "postgresql":
-        values = [
-            {"t": thread_id, "s": seq, "w": distinct_words(row["content"], row["meta"])}
-            for seq, row in enumerate(rows, first_seq)
-        ]
-        connection.execute(_POSTGRESQL_INSERT, values)
+        found = [distinct_words(row["content"], row["meta"]) for row in rows]
+        seqs = list(range(first_seq, first_seq + len(rows)))
+        connection.execute(_POSTGRESQL_INSERT, {"t": thread_id, "seqs": seqs, "words": found})
         return
     last = first_seq + len(rows) - 1
     connection.execute(_SQLITE_INSERT, {"t": thread_id, "first": first_seq, "last": last})
@@ -230,11 +243,20 @@ def fill_index(connection: Connection) -> None:
         rows = connection.execute(_PAGE_OF_ROWS, params).all()
         if not rows:
             return
-        connection.execute(
-            _POSTGRESQL_INSERT,
-            [
-                {"t": row.thread_id, "s": row.seq, "w": distinct_words(row.content, row.meta)}
-                for row in rows
-            ],
-        )
+        for thread_id, seqs, found in _by_thread(rows):
+            connection.execute(_POSTGRESQL_INSERT, {"t": thread_id, "seqs": seqs, "words": found})
         last = (rows[-1].thread_id, rows[-1].seq)
+
+
+def _by_thread(rows: Sequence[Any]) -> Iterator[tuple[str, list[int], list[str]]]:
+    """Rows of chunks in thread order as ``(thread, sequence numbers, distinct words)``."""
+    start = 0
+    for end in range(1, len(rows) + 1):
+        if end == len(rows) or rows[end].thread_id != rows[start].thread_id:
+            part = rows[start:end]
+            yield (
+                part[0].thread_id,
+                [row.seq for row in part],
+                [distinct_words(row.content, row.meta) for row in part],
+            )
+            start = end
