@@ -80,7 +80,14 @@ def report(
             tokenizer,
             None if grouped.recounted else chunk_tokens,
             prompt_tokens,
-            total=_total(grouped.token_count, grouped.recounted, opts, tokenizer, overheads),
+            total=_total(
+                grouped.token_count,
+                not grouped.recounted
+                and opts.turn_options is None
+                and opts.counted_tools == "text",
+                tokenizer,
+                overheads,
+            ),
             overheads=overheads,
         )
     return ContextBuildResult(
@@ -112,15 +119,11 @@ def report(
 
 
 def _total(
-    token_count: int,
-    recounted: bool,
-    opts: BuildOptions,
-    tokenizer: Tokenizer,
-    overheads: Mapping[str, int] | None,
+    token_count: int, counts_whole: bool, tokenizer: Tokenizer, overheads: Mapping[str, int] | None
 ) -> int | None:
-    """``count_messages`` of the messages less the priming, when the build's count is
-    exactly that (the chunks' counts add up and no adapter turn is counted in)."""
-    if recounted or opts.turn_options is not None or opts.counted_tools != "text":
+    """``count_messages`` of the messages less the priming, when the build's count is exactly
+    that (``counts_whole``: the chunks' counts add up and no adapter turn is counted in)."""
+    if not counts_whole:
         return None
     known = overheads or {}
     return token_count - (known["priming"] if "priming" in known else tokenizer.count_messages([]))
@@ -136,9 +139,24 @@ def shared_prefix(
     total: int | None = None,
     overheads: Mapping[str, int] | None = None,
 ) -> tuple[int, int]:
-    """The tokens and the whole messages a request shares with ``previous`` at its start."""
-    shared = SharedPrefix(previous, messages, tokenizer, chunk_tokens, prompt_tokens, total, overheads)
-    return shared.tokens(), shared_messages(previous, messages)
+    """The tokens and the whole messages a request shares with ``previous`` at its start;
+    ``chunk_tokens`` are the segment counts of its chunks when they add up to its messages'."""
+
+    def content_tokens(message: object) -> int | None:
+        """A message's content tokens: its chunks' segment counts (and the system prompt's,
+        which opens the system message)."""
+        if chunk_tokens is None or not isinstance(message, ContextMessage):
+            return None
+        try:
+            tokens = sum(chunk_tokens[chunk_id] for chunk_id in message.chunk_ids)
+        except KeyError:
+            return None
+        return tokens + prompt_tokens if message.role == "system" else tokens
+
+    tokens = shared_prefix_tokens(
+        messages, previous, tokenizer, content_tokens, total_tokens=total, overheads=overheads
+    )
+    return tokens, shared_messages(previous, messages)
 
 
 def shared_with(
@@ -151,75 +169,16 @@ def shared_with(
     """``result`` reporting what its request shares with ``previous``'s (the last build of
     the same history with the same options); ``prompt_tokens`` counts the system prompt's
     segment."""
-    counts = None if result.recounted else result.chunk_tokens
-    total = None
-    if counts is not None and result.turn_options is None and result.tools_counted == "text":
-        known = overheads or {}
-        priming = known["priming"] if "priming" in known else tokenizer.count_messages([])
-        total = result.token_count - priming
+    whole = (
+        not result.recounted and result.turn_options is None and result.tools_counted == "text"
+    )
     tokens, messages = shared_prefix(
         result.messages,
         previous.messages,
         tokenizer,
-        counts,
+        None if result.recounted else result.chunk_tokens,
         prompt_tokens,
-        total=total,
+        total=_total(result.token_count, whole, tokenizer, overheads),
         overheads=overheads,
     )
     return attrs.evolve(result, prefix_tokens_shared=tokens, prefix_messages_shared=messages)
-
-
-class SharedPrefix:
-    """How many leading tokens two builds' requests share."""
-
-    __slots__ = (
-        "_chunk_tokens",
-        "_messages",
-        "_previous",
-        "_prompt_tokens",
-        "_overheads",
-        "_tokenizer",
-        "_total",
-    )
-
-    def __init__(
-        self,
-        previous: Sequence[ContextMessage],
-        messages: Sequence[ContextMessage],
-        tokenizer: Tokenizer,
-        chunk_tokens: Mapping[str, int] | None,
-        prompt_tokens: int = 0,
-        total: int | None = None,
-        overheads: Mapping[str, int] | None = None,
-    ) -> None:
-        self._previous = previous
-        self._messages = messages
-        self._tokenizer = tokenizer
-        # Segment counts of this build's chunks when they add up to their messages'.
-        self._chunk_tokens = chunk_tokens
-        self._prompt_tokens = prompt_tokens
-        self._total = total
-        self._overheads = overheads
-
-    def tokens(self) -> int:
-        """The shared tokens, counted from the chunks' counts where they add up."""
-        return shared_prefix_tokens(
-            self._messages,
-            self._previous,
-            self._tokenizer,
-            self._content_tokens,
-            total_tokens=self._total,
-            overheads=self._overheads,
-        )
-
-    def _content_tokens(self, message: object) -> int | None:
-        """A message's content tokens: the sum of its chunks' segment counts (and of the
-        system prompt's, which opens the system message)."""
-        counts = self._chunk_tokens
-        if counts is None or not isinstance(message, ContextMessage):
-            return None
-        try:
-            tokens = sum(counts[chunk_id] for chunk_id in message.chunk_ids)
-        except KeyError:
-            return None
-        return tokens + self._prompt_tokens if message.role == "system" else tokens

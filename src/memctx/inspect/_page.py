@@ -81,7 +81,8 @@ def _asset(name: str) -> str:
     return (importlib.resources.files("memctx.inspect") / "assets" / name).read_text("utf-8")
 
 
-def _digest(text: str) -> str:
+def csp_digest(text: str) -> str:
+    """The Content-Security-Policy source that allows exactly ``text`` inline."""
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
 
 
@@ -95,7 +96,7 @@ def render_page(data: dict[str, Any]) -> str:
     """The whole HTML page for the report ``data`` (see :mod:`memctx.inspect._data`)."""
     css, js = _asset("report.css"), _asset("report.js")
     csp = (
-        f"default-src 'none'; script-src {_digest(js)}; style-src {_digest(css)}; "
+        f"default-src 'none'; script-src {csp_digest(js)}; style-src {csp_digest(css)}; "
         "img-src data:; base-uri 'none'; form-action 'none'"
     )
     return _PAGE.format(

@@ -10,15 +10,13 @@ only the page's script and style run and forbids every network request.
 
 from __future__ import annotations
 
-import base64
 import functools
-import hashlib
 import html
 import importlib.resources
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from memctx.inspect._page import embed_json
+from memctx.inspect._page import csp_digest, embed_json
 
 _PAGE: Final = """<!DOCTYPE html>
 <html lang="en">
@@ -51,15 +49,11 @@ def _asset(name: str) -> str:
     return (importlib.resources.files("memctx.replay") / "_assets" / name).read_text("utf-8")
 
 
-def _digest(text: str) -> str:
-    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
-
-
 def render_page(reports: Sequence[Mapping[str, Any]], title: str) -> str:
     """The whole page for ``reports`` (each a ``ReplayReport.to_dict()``)."""
     css, js = _asset("replay.css"), _asset("replay.js")
     csp = (
-        f"default-src 'none'; script-src {_digest(js)}; style-src {_digest(css)}; "
+        f"default-src 'none'; script-src {csp_digest(js)}; style-src {csp_digest(css)}; "
         "img-src data:; base-uri 'none'; form-action 'none'"
     )
     data = {"title": title, "reports": list(reports)}
