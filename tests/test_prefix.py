@@ -18,7 +18,7 @@ from memctx import (
     create_builder,
     create_tokenizer,
 )
-from memctx._render.prefix import shared_messages, shared_prefix_tokens
+from memctx._render.prefix import EncodingMemo, shared_messages, shared_prefix_tokens
 from memctx._render.tokens import EstimatingTokenizer
 
 # Stand-ins for the tokens that open a message, separate its role from its content
@@ -260,3 +260,25 @@ def test_a_results_shared_prefix_equals_a_count_of_the_two_requests(data: st.Dat
             )
             assert result.prefix_tokens_shared == expected
             previous = result
+
+
+class TestEncodingMemo:
+    def test_reuses_the_last_figures_encodings_and_keeps_only_its_own(
+        self, gpt4o: TiktokenTokenizer
+    ) -> None:
+        calls: list[str] = []
+
+        def encode(text: str) -> list[int]:
+            calls.append(text)
+            return gpt4o.encoding.encode_ordinary(text)
+
+        first = EncodingMemo(encode)
+        first("<a>\n")
+        second = EncodingMemo(encode, first.encoded)
+        assert second("<a>\n") == gpt4o.encoding.encode_ordinary("<a>\n")
+        second("<b>\n")
+        assert calls == ["<a>\n", "<b>\n"]
+        assert set(second.encoded) == {"<a>\n", "<b>\n"}
+        third = EncodingMemo(encode, second.encoded)
+        third("<b>\n")
+        assert set(third.encoded) == {"<b>\n"}

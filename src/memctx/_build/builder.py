@@ -28,6 +28,7 @@ from memctx._build.selection import Selection, SelectionProblem
 from memctx._build.turns import added_turn_tokens, reserved_turn_tokens
 from memctx._chunk import Chunk, ContextMessage, Role
 from memctx._exceptions import BudgetExceededError, BuildOptionError
+from memctx._render.prefix import EncodingMemo
 from memctx._render.registry import RendererRegistry, renderer_cache_key
 from memctx._render.rendering import XmlRendering
 from memctx.adapters._openai_tokens import openai_request_tokens
@@ -194,6 +195,12 @@ class ContextBuilder:
             and grouped.exact
             and (native or not _has_documents(grouped.selection, items, units))
         )
+        encode = getattr(getattr(tokenizer, "encoding", None), "encode_ordinary", None)
+        memo = (
+            EncodingMemo(encode, last.encoded if last is not None else None)
+            if last is not None and callable(encode)
+            else None
+        )
         result = report(  # 7. report
             grouped,
             state=state,
@@ -207,11 +214,13 @@ class ContextBuilder:
             previous=last.result if last is not None else None,
             prompt_tokens=prompt_tokens,
             overheads=model.overhead,
+            memo=memo,
         )
         memory = selected.memory
         if selected.walk is not None and not grouped.recounted:
             memory = LastWalk(length, selected.walk, result)
-        cache.remember(key, LastBuild(length, result, memory))
+        encoded = memo.encoded if memo is not None else None
+        cache.remember(key, LastBuild(length, result, memory, encoded))
         return result
 
     def _problem(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable, Collection, Hashable
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from typing import Final
 
 from memctx._chunk import Chunk, ChunkType, Role
@@ -105,13 +105,21 @@ class HistoryCache:
 class LastBuild:
     """The last build of a history with one set of options."""
 
-    __slots__ = ("again", "length", "memory", "result")
+    __slots__ = ("again", "encoded", "length", "memory", "result")
 
-    def __init__(self, length: int, result: ContextBuildResult, memory: object | None) -> None:
+    def __init__(
+        self,
+        length: int,
+        result: ContextBuildResult,
+        memory: object | None,
+        encoded: Mapping[str, Sequence[int]] | None = None,
+    ) -> None:
         self.length = length
         self.result = result
         self.memory = memory
         """What the selector kept (a :class:`LastWalk` for ``recent``), or None."""
+        self.encoded = encoded
+        """What the shared-prefix figure encoded of ``result``'s request (for the next one)."""
         self.again = False
         """Whether ``result`` is that of building the same state again (its whole request
         shared with the build before)."""

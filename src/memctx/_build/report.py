@@ -10,7 +10,7 @@ from memctx._build.filter import Candidates
 from memctx._build.group import Grouped
 from memctx._build.options import BuildOptions
 from memctx._chunk import ContextMessage
-from memctx._render.prefix import shared_messages, shared_prefix_tokens
+from memctx._render.prefix import EncodingMemo, shared_messages, shared_prefix_tokens
 from memctx._render.segments import RenderedChunk
 from memctx._result import (
     ContextBuildResult,
@@ -48,12 +48,14 @@ def report(
     previous: ContextBuildResult | None,
     prompt_tokens: int = 0,
     overheads: Mapping[str, int] | None = None,
+    memo: EncodingMemo | None = None,
 ) -> ContextBuildResult:
     """The result of a build of ``state`` whose messages are ``grouped``.
 
     ``measure`` and ``known`` give a position's tokens (counting it, or only when it
     was counted before); ``previous`` is the last build of the same history with
-    the same options, if any; ``prompt_tokens`` counts the system prompt's segment.
+    the same options, if any; ``prompt_tokens`` counts the system prompt's segment;
+    ``memo`` encodes what the shared prefix needs encoded.
     """
     items = state.shared_history.items
     selection = grouped.selection
@@ -89,6 +91,7 @@ def report(
                 overheads,
             ),
             overheads=overheads,
+            memo=memo,
         )
     return ContextBuildResult(
         messages=grouped.messages,
@@ -138,6 +141,7 @@ def shared_prefix(
     *,
     total: int | None = None,
     overheads: Mapping[str, int] | None = None,
+    memo: EncodingMemo | None = None,
 ) -> tuple[int, int]:
     """The tokens and the whole messages a request shares with ``previous`` at its start;
     ``chunk_tokens`` are the segment counts of its chunks when they add up to its messages'."""
@@ -154,7 +158,13 @@ def shared_prefix(
         return tokens + prompt_tokens if message.role == "system" else tokens
 
     tokens = shared_prefix_tokens(
-        messages, previous, tokenizer, content_tokens, total_tokens=total, overheads=overheads
+        messages,
+        previous,
+        tokenizer,
+        content_tokens,
+        total_tokens=total,
+        overheads=overheads,
+        memo=memo,
     )
     return tokens, shared_messages(previous, messages)
 
@@ -169,9 +179,7 @@ def shared_with(
     """``result`` reporting what its request shares with ``previous``'s (the last build of
     the same history with the same options); ``prompt_tokens`` counts the system prompt's
     segment."""
-    whole = (
-        not result.recounted and result.turn_options is None and result.tools_counted == "text"
-    )
+    whole = not result.recounted and result.turn_options is None and result.tools_counted == "text"
     tokens, messages = shared_prefix(
         result.messages,
         previous.messages,

@@ -29,6 +29,31 @@ from memctx._render.tokens import TiktokenTokenizer
 from memctx.typing import Tokenizer
 
 Message = ContextMessage | Mapping[str, Any]
+Encode = Callable[[str], Sequence[int]]
+
+
+class EncodingMemo:
+    """The pieces one prefix figure encoded, reused by the next one.
+
+    Consecutive builds of a growing history compare each request with the one
+    before, so the piece a figure encodes of its new request is, next time, the
+    piece of the request it is compared with. Only the last figure's pieces are
+    kept (a handful of short texts).
+    """
+
+    __slots__ = ("_before", "_encode", "encoded")
+
+    def __init__(self, encode: Encode, before: Mapping[str, Sequence[int]] | None = None) -> None:
+        self._encode = encode
+        self._before = before or {}
+        self.encoded: dict[str, Sequence[int]] = {}
+
+    def __call__(self, text: str) -> Sequence[int]:
+        tokens = self._before.get(text)
+        if tokens is None:
+            tokens = self._encode(text)
+        self.encoded[text] = tokens
+        return tokens
 
 
 def _fields(message: Message) -> tuple[str, str]:
@@ -38,11 +63,17 @@ def _fields(message: Message) -> tuple[str, str]:
 
 
 def _common_content_tokens(
-    a: str, b: str, tokenizer: Tokenizer, count_a: Callable[[], int | None]
+    a: str,
+    b: str,
+    tokenizer: Tokenizer,
+    count_a: Callable[[], int | None],
+    memo: EncodingMemo | None = None,
 ) -> int:
     """Leading tokens the contents ``a`` and ``b`` share; ``count_a()`` is ``a``'s count if
-    known (asked only when it saves encoding)."""
-    encode = getattr(getattr(tokenizer, "encoding", None), "encode_ordinary", None)
+    known (asked only when it saves encoding); ``memo`` encodes, when given."""
+    encode: Encode | None = getattr(getattr(tokenizer, "encoding", None), "encode_ordinary", None)
+    if memo is not None and encode is not None:
+        encode = memo
     if callable(encode):  # a tiktoken encoding: compare the token ids themselves
         same = _common_prefix_length(a, b)
         # Both texts split at ``start`` (the characters around it are common), and
@@ -83,6 +114,12 @@ def _counts_by_encoding(tokenizer: Tokenizer) -> bool:
 
 def _common_prefix_length(a: str, b: str) -> int:
     low, high = 0, min(len(a), len(b))
+    # Texts often differ early: grow the probe first, so that only a short
+    # stretch is searched and copied.
+    step = 64
+    while step < high and a[:step] == b[:step]:
+        low, step = step, step * 4
+    high = min(high, step)
     while low < high:  # binary search: slices compare at C speed
         middle = (low + high + 1) // 2
         if a[:middle] == b[:middle]:
@@ -149,6 +186,7 @@ def shared_prefix_tokens(
     *,
     total_tokens: int | None = None,
     overheads: Mapping[str, int] | None = None,
+    memo: EncodingMemo | None = None,
 ) -> int:
     """Tokens at the start of request ``a`` that request ``b`` begins with too.
 
@@ -161,7 +199,8 @@ def shared_prefix_tokens(
     priming: the shared messages are then what is left of it after the others, so
     a request that grew at its end costs only its end. ``overheads`` may give the
     tokenizer's ``priming``, each role's message overhead and (``name:ROLE``) each
-    role's own tokens, measured once (see ``message_overheads``).
+    role's own tokens, measured once (see ``message_overheads``). ``memo`` encodes for
+    a tiktoken tokenizer, reusing what the last figure encoded.
     """
     fixed = overheads or {}
     empty = fixed["priming"] if "priming" in fixed else tokenizer.count_messages([])
@@ -196,4 +235,4 @@ def shared_prefix_tokens(
     def count_a() -> int | None:
         return content_tokens(message) if content_tokens is not None else None
 
-    return shared + header + _common_content_tokens(content_a, content_b, tokenizer, count_a)
+    return shared + header + _common_content_tokens(content_a, content_b, tokenizer, count_a, memo)
