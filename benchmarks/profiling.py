@@ -258,6 +258,9 @@ def incremental_breakdown(
         finally:
             gc.enable()
 
+    def render_and_count(chunk: Chunk) -> int:
+        return tokenizer.count(builder.render(chunk)[1])
+
     def append_and_build(previous: MemoryState, chunk: Chunk) -> MemoryState:
         grown = previous.append(chunk)
         builder.build(grown, max_tokens=budget)
@@ -270,7 +273,7 @@ def incremental_breakdown(
         if mode == 0:
             current = timed_step("append + build", cold, append_and_build, current, chunk)
         elif mode == 1:
-            timed_step("render + count the new chunk", cold, builder.tokens, chunk, tokenizer)
+            timed_step("render + count the new chunk", cold, render_and_count, chunk)
             current = current.append(chunk)
             builder.build(current, max_tokens=budget)
         else:
