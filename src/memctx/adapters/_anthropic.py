@@ -51,7 +51,8 @@ def to_anthropic(
     place: a ``thinking`` chunk with an Anthropic ``signature`` as a
     ``thinking`` block (signature intact), a ``redacted_thinking`` chunk as a
     ``redacted_thinking`` block, images and PDFs as ``image`` / ``document``
-    blocks (base64 or URL source); unsigned reasoning stays text. Every
+    blocks (base64 or URL source) -- inside the ``tool_result`` when they
+    belong to the call (``call_id``); unsigned reasoning stays text. Every
     thinking block of every turn is kept where it was (the API requires those
     of the assistant turns of the current tool use, and ignores or uses the
     older ones by model). ``tools="text"``: every chunk as its XML text.
@@ -143,7 +144,10 @@ def _block(part: Part) -> dict[str, Any]:
     if not isinstance(part, Result):
         return {"type": "text", "text": part.text}
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": part.id}
-    if part.output:
+    if part.media:  # a tool's image or PDF: a block of the result's content
+        text = [{"type": "text", "text": part.output}] if part.output else []
+        block["content"] = text + [_media_block(m) for m in part.media]
+    elif part.output:
         block["content"] = part.output
     if part.is_error:
         block["is_error"] = True

@@ -47,9 +47,11 @@ _RESULT_ACTIONS = {"tool_call": ("tool_result",), "skill_call": ("skill_result",
 
 @attrs.frozen
 class Text:
-    """XML text (one or more chunks')."""
+    """XML text (one or more chunks'); ``item_id``: the Responses item id of the one assistant
+    message chunk it holds, when it has one (such a chunk is a part of its own)."""
 
     text: str
+    item_id: str | None = None
 
 
 @attrs.frozen
@@ -60,17 +62,6 @@ class Call:
     id: str
     name: str
     arguments: dict[str, Any]
-
-
-@attrs.frozen
-class Result:
-    """The result of a native call."""
-
-    chunk: Chunk
-    id: str
-    name: str
-    output: str
-    is_error: bool
 
 
 @attrs.frozen
@@ -98,6 +89,19 @@ class Media:
     @property
     def media_type(self) -> str:
         return self.chunk.metadata.media_type or "application/octet-stream"
+
+
+@attrs.frozen
+class Result:
+    """The result of a native call, with the images and documents that belong to it (media
+    chunks of its ``call_id`` in its message)."""
+
+    chunk: Chunk
+    id: str
+    name: str
+    output: str
+    is_error: bool
+    media: tuple[Media, ...] = ()
 
 
 @attrs.frozen
@@ -377,22 +381,41 @@ def _special(chunk: Chunk) -> type[Media] | type[Reasoning] | None:
     return None
 
 
+def _own_text(chunk: Chunk) -> bool:
+    """Whether a chunk is a text part of its own: an assistant message with a Responses id."""
+    return (
+        chunk.type is ChunkType.AGENT
+        and chunk.role == "assistant"
+        and chunk.metadata.item_id is not None
+    )
+
+
 def _native_turn(cut: _Cut, native: Mapping[str, tuple[Call, Result]]) -> Turn:
-    """One turn: native results first, then text, calls, media and reasoning in order."""
+    """One turn: native results first (each with the media of its call), then text, calls,
+    media and reasoning in order."""
     role = _turn_role(cut.message.role)
     if (
         cut.chunks is None
         or cut.segments is None
-        or not any(c.id in native or _special(c) for c in cut.chunks)
+        or not any(c.id in native or _special(c) or _own_text(c) for c in cut.chunks)
     ):
         return Turn(role, (Text(cut.message.content),))
-    front: list[Part] = []
+    answered = {
+        chunk.metadata.call_id
+        for chunk in cut.chunks
+        if chunk.id in native and chunk is native[chunk.id][1].chunk
+    }
+    attached: dict[str | None, list[Media]] = {}
+    front: list[Result] = []
     parts: list[Part] = []
     text: list[str] = []
     for chunk, segment in zip(cut.chunks, cut.segments, strict=True):
         pair = native.get(chunk.id)
         special = _special(chunk) if pair is None else None
-        if pair is None and special is None:
+        if special is Media and chunk.metadata.call_id in answered:
+            attached.setdefault(chunk.metadata.call_id, []).append(Media(chunk, segment))
+            continue
+        if pair is None and special is None and not _own_text(chunk):
             text.append(segment)
             continue
         if text:
@@ -400,12 +423,17 @@ def _native_turn(cut: _Cut, native: Mapping[str, tuple[Call, Result]]) -> Turn:
             text = []
         if special is not None:
             parts.append(special(chunk, segment))
-        elif pair is not None and chunk is pair[0].chunk:
+        elif pair is None:
+            parts.append(Text(segment, chunk.metadata.item_id))
+        elif chunk is pair[0].chunk:
             parts.append(pair[0])
-        elif pair is not None:
+        else:
             front.append(pair[1])
     if text:
         parts.append(Text("".join(text)))
+    front = [
+        attrs.evolve(r, media=tuple(attached.get(r.chunk.metadata.call_id, ()))) for r in front
+    ]
     return Turn(role, (*front, *parts))
 
 

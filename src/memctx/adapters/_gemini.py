@@ -31,7 +31,9 @@ def to_gemini(
     needed). ``tools="native"`` (the default) sends ``function_call`` /
     ``function_response`` parts (the response is ``{"output": text}``, or
     ``{"error": text}`` for a failed call), images and PDFs as
-    ``inline_data`` (data) or ``file_data`` (URL) parts; reasoning stays
+    ``inline_data`` (data) or ``file_data`` (URL) parts -- those of a tool's
+    result (``call_id``) as the ``parts`` of its ``function_response``,
+    which Gemini 3 models take; reasoning stays
     text (Gemini's thought signatures are its own). ``tools="text"``: every
     chunk as its XML text. Raises
     :class:`~memctx.EmptyContextError` when there is no user or model turn.
@@ -79,16 +81,22 @@ def _parts(parts: tuple[Part, ...]) -> list[dict[str, Any]]:
     return out
 
 
+def _media(part: Media) -> dict[str, Any]:
+    if part.url is not None:
+        return {"file_data": {"file_uri": part.url, "mime_type": part.media_type}}
+    return {"inline_data": {"mime_type": part.media_type, "data": part.data}}
+
+
 def _part(part: Part) -> dict[str, Any]:
     if isinstance(part, Media):
-        if part.url is not None:
-            return {"file_data": {"file_uri": part.url, "mime_type": part.media_type}}
-        return {"inline_data": {"mime_type": part.media_type, "data": part.data}}
+        return _media(part)
     if isinstance(part, Call):
         call = {"id": part.id, "name": part.name, "args": part.arguments}
         return {"function_call": call}
     if not isinstance(part, Result):
         return {"text": part.text}
     key = "error" if part.is_error else "output"
-    response = {"id": part.id, "name": part.name, "response": {key: part.output}}
+    response: dict[str, Any] = {"id": part.id, "name": part.name, "response": {key: part.output}}
+    if part.media:  # a tool's image or PDF: multimodal function response parts (Gemini 3)
+        response["parts"] = [_media(m) for m in part.media]
     return {"function_response": response}

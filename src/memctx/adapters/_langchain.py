@@ -11,6 +11,7 @@ from memctx.adapters._conversation import (
     Part,
     Result,
     Source,
+    Text,
     ToolMode,
     conversation,
     part_text,
@@ -36,7 +37,8 @@ def to_langchain(source: Source, *, tools: ToolMode = "native") -> list[BaseMess
 
     ``tools="native"`` (the default): natively sendable calls become the
     ``AIMessage``'s ``tool_calls`` and each result a ``ToolMessage``
-    (``status="error"`` for a failed call) right after it, with the ids and
+    (``status="error"`` for a failed call; an image or PDF of the call's as
+    a block of its content) right after it, with the ids and
     names of :func:`memctx.adapters.tool_mapping`; images and PDFs become
     LangChain's standard ``image`` / ``file`` content blocks (langchain-core
     1.x) of the ``HumanMessage``; reasoning stays text. ``tools="text"``:
@@ -54,7 +56,7 @@ def to_langchain(source: Source, *, tools: ToolMode = "native") -> list[BaseMess
         for result in (p for p in turn.parts if isinstance(p, Result)):
             out.append(
                 lc.ToolMessage(
-                    content=result.output,
+                    content=_content([Text(result.output), *result.media]),
                     tool_call_id=result.id,
                     name=result.name,
                     status="error" if result.is_error else "success",

@@ -25,7 +25,7 @@ from typing import Any
 from memctx._chunk import Chunk, ContextMessage
 from memctx._render.media import media_tokens
 from memctx.adapters._conversation import Media, native_conversation
-from memctx.adapters._openai import media_part, openai_turn
+from memctx.adapters._openai import media_part, openai_turn, user_parts
 from memctx.typing import Tokenizer
 
 
@@ -42,7 +42,7 @@ def openai_request_tokens(
     if talk.system:
         total += tokenizer.count_messages([{"role": "system", "content": talk.system}]) - priming
     for turn in talk.turns:
-        media = [p for p in turn.parts if isinstance(p, Media) and media_part(p) is not None]
+        media = [p for p in user_parts(turn) if isinstance(p, Media) and media_part(p) is not None]
         for message in openai_turn(turn):
             tokens, plain = _message_tokens(message, media, tokenizer, priming)
             total += tokens
