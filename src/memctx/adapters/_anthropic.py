@@ -7,17 +7,8 @@ from typing import Any, Final
 
 from memctx.adapters._cache import MAX_BREAKPOINTS, ephemeral, mark_message, marks_in, message_marks
 from memctx.adapters._checks import check_flag, checked_tool_definitions
-from memctx.adapters._conversation import (
-    Call,
-    Media,
-    Part,
-    Reasoning,
-    Result,
-    Source,
-    ToolMode,
-    Turn,
-    conversation,
-)
+from memctx.adapters._conversation import Source, ToolMode, conversation
+from memctx.adapters._parts import Call, Media, Part, Reasoning, Result, Turn
 from memctx.adapters._turns import turn_options
 
 DECLARED_TOOL_DESCRIPTION: Final = (

@@ -22,6 +22,10 @@ Also in ``"native"`` mode, an image or document chunk becomes a :class:`Media`
 part and a ``thinking`` / ``redacted_thinking`` chunk a :class:`Reasoning`
 part, in place; each carries its XML segment too, so an adapter whose API
 cannot take it sends that text instead (see ``docs/providers-fidelity.md``).
+An image or document chunk with the ``call_id`` of a native result in the
+same message is the tool's: it goes with that :class:`Result` (its ``media``)
+instead. An assistant message chunk with a Responses ``item_id`` is a
+:class:`Text` part of its own, so that its id can be sent back.
 A call whose arguments are ``None`` is sent with an empty object.
 """
 
@@ -38,103 +42,12 @@ from memctx._chunk import ROLES, Chunk, ChunkType, ContextMessage, Role
 from memctx._exceptions import AdapterError, EmptyContextError
 from memctx.adapters._checks import check_mode
 from memctx.adapters._ids import provider_id, provider_name
+from memctx.adapters._parts import Call, Media, Part, Reasoning, Result, Text, Turn
 from memctx.adapters._segments import split_segments
 from memctx.xml import sanitize
 
 ToolMode: TypeAlias = Literal["text", "native"]
 _RESULT_ACTIONS = {"tool_call": ("tool_result",), "skill_call": ("skill_result",)}
-
-
-@attrs.frozen
-class Text:
-    """XML text (one or more chunks'); ``item_id``: the Responses item id of the one assistant
-    message chunk it holds, when it has one (such a chunk is a part of its own)."""
-
-    text: str
-    item_id: str | None = None
-
-
-@attrs.frozen
-class Call:
-    """A tool or skill call sent natively."""
-
-    chunk: Chunk
-    id: str
-    name: str
-    arguments: dict[str, Any]
-
-
-@attrs.frozen
-class Media:
-    """An image or document chunk (``chunk.action``), with its XML placeholder as ``text``."""
-
-    chunk: Chunk
-    text: str
-
-    @property
-    def is_image(self) -> bool:
-        return self.chunk.action == "image"
-
-    @property
-    def url(self) -> str | None:
-        """The chunk's URL, or None when it holds data."""
-        found = self.chunk.content.get("url")
-        return None if found is None else str(found)
-
-    @property
-    def data(self) -> str:
-        """The base64 data (only for a chunk that holds data)."""
-        return str(self.chunk.content["data"])
-
-    @property
-    def media_type(self) -> str:
-        return self.chunk.metadata.media_type or "application/octet-stream"
-
-
-@attrs.frozen
-class Result:
-    """The result of a native call, with the images and documents that belong to it (media
-    chunks of its ``call_id`` in its message)."""
-
-    chunk: Chunk
-    id: str
-    name: str
-    output: str
-    is_error: bool
-    media: tuple[Media, ...] = ()
-
-
-@attrs.frozen
-class Reasoning:
-    """A ``thinking`` or ``redacted_thinking`` chunk, with its XML as ``text``."""
-
-    chunk: Chunk
-    text: str
-
-    @property
-    def redacted(self) -> bool:
-        return self.chunk.subtype == "REDACTED_THINKING"
-
-    @property
-    def anthropic_signed(self) -> bool:
-        """Whether Anthropic takes it back as a block: redacted, or signed by Anthropic (a
-        signature without an OpenAI ``reasoning_id``)."""
-        meta = self.chunk.metadata
-        return self.redacted or (meta.signature is not None and meta.reasoning_id is None)
-
-
-Part: TypeAlias = Text | Call | Result | Media | Reasoning
-
-
-def part_text(part: Part) -> str:
-    """The XML text a part stands for when sent as text (a call's or result's: none)."""
-    return part.text if isinstance(part, Text | Media | Reasoning) else ""
-
-
-@attrs.frozen
-class Turn:
-    role: Literal["user", "assistant"]
-    parts: tuple[Part, ...]
 
 
 @attrs.frozen

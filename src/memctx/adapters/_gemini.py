@@ -7,7 +7,8 @@ from typing import Any
 
 from memctx._exceptions import AdapterError
 from memctx.adapters._checks import config_mapping
-from memctx.adapters._conversation import Call, Media, Part, Result, Source, ToolMode, conversation
+from memctx.adapters._conversation import Source, ToolMode, conversation
+from memctx.adapters._parts import Call, Media, Part, Result
 from memctx.adapters._turns import turn_options
 
 

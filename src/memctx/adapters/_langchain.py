@@ -5,17 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from memctx.adapters._conversation import (
-    Call,
-    Media,
-    Part,
-    Result,
-    Source,
-    Text,
-    ToolMode,
-    conversation,
-    part_text,
-)
+from memctx.adapters._conversation import Source, ToolMode, conversation
+from memctx.adapters._parts import Call, Media, Part, Result, Text, part_text
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage

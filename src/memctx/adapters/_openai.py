@@ -7,18 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from memctx._render.media import data_url
-from memctx.adapters._conversation import (
-    Call,
-    Media,
-    Part,
-    Result,
-    Source,
-    Text,
-    ToolMode,
-    Turn,
-    conversation,
-    part_text,
-)
+from memctx.adapters._conversation import Source, ToolMode, conversation
+from memctx.adapters._parts import Call, Media, Part, Result, Text, Turn, part_text
 
 
 def to_openai(source: Source, *, tools: ToolMode = "native") -> list[dict[str, Any]]:

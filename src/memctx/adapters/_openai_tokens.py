@@ -29,8 +29,9 @@ from typing import Any
 
 from memctx._chunk import Chunk, ContextMessage
 from memctx._render.media import media_tokens
-from memctx.adapters._conversation import Media, native_conversation
+from memctx.adapters._conversation import native_conversation
 from memctx.adapters._openai import media_part, openai_turn, user_parts
+from memctx.adapters._parts import Media
 from memctx.typing import Tokenizer
 
 

@@ -8,18 +8,8 @@ from typing import Any
 
 from memctx._render.media import data_url
 from memctx.adapters._checks import check_flag
-from memctx.adapters._conversation import (
-    Call,
-    Media,
-    Part,
-    Reasoning,
-    Result,
-    Source,
-    Text,
-    ToolMode,
-    conversation,
-    part_text,
-)
+from memctx.adapters._conversation import Source, ToolMode, conversation
+from memctx.adapters._parts import Call, Media, Part, Reasoning, Result, Text, part_text
 
 
 def to_responses(
