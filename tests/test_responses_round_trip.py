@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from memctx import MemoryState, chunks, create_builder
 from memctx.adapters import to_responses
 from memctx.importers import load_responses_items
+from memctx.statefile import dumps_state, loads_state
 from sdk_clients import Recorder, check_responses_types, openai_client
 from strategies import responses_items
 
@@ -141,3 +142,19 @@ class TestResponsesRoundTrip:
 
         assert [i.get("id") for i in sent[1:3]] == ["rs_9", "rs_10"]
         assert [p["text"] for p in sent[1]["summary"]] == ["One.", "Two."]
+
+    def test_a_state_file_keeps_item_ids(self) -> None:
+        call = {
+            "type": "function_call",
+            "id": "fc_1",
+            "call_id": "call_1",
+            "name": "sh",
+            "arguments": "{}",
+        }
+        output = {"type": "function_call_output", "id": "fco_1", "call_id": "call_1", "output": "x"}
+        state, _ = load_responses_items([{"role": "user", "content": "Go."}, call, output])
+
+        again = loads_state(dumps_state(state))
+
+        assert [c.metadata.item_id for c in again.chunks] == [None, "fc_1", "fco_1"]
+        assert to_responses(create_builder().build(again))[1:] == [call, output]
