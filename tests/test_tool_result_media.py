@@ -88,18 +88,31 @@ class TestWhereEachProviderGetsIt:
 
     def test_gemini_gets_it_as_a_part_of_the_function_response(self, png: bytes) -> None:
         recorder = Recorder()
-        shot = chunks.image(url="https://example.com/s.png", call_id="call_1")
-        request = to_gemini(build(screenshot_run(shot)))
+        request = to_gemini(build(screenshot_run(chunks.image(png, call_id="call_1"))))
         check_gemini_types(request)
 
         gemini_client(recorder).models.generate_content(model="gemini-3-pro", **request)
 
         response = recorder.last["contents"][2]["parts"][0]["functionResponse"]
         assert response["response"] == {"output": "saved shot.png"}
-        # As the SDK sends it (the API's JSON takes proto field names as well as camelCase).
-        assert response["parts"] == [
-            {"file_data": {"file_uri": "https://example.com/s.png", "mime_type": "image/png"}}
-        ]
+        # As the SDK sends it: proto field names (which the API's JSON takes as well as
+        # camelCase), the bytes re-encoded as URL-safe base64.
+        (part,) = response["parts"]
+        assert part["inline_data"]["mime_type"] == "image/png"
+        assert base64.urlsafe_b64decode(part["inline_data"]["data"]) == png
+
+    def test_gemini_gets_one_by_url_right_after_the_function_response(self) -> None:
+        shot = chunks.image(url="https://example.com/s.png", call_id="call_1")
+        request = to_gemini(build(screenshot_run(shot)))
+        check_gemini_types(request)
+
+        parts = request["contents"][2]["parts"]
+
+        assert "parts" not in parts[0]["function_response"]
+        assert parts[1] == {
+            "file_data": {"file_uri": "https://example.com/s.png", "mime_type": "image/png"}
+        }
+        assert "What is on it?" in parts[2]["text"]
 
     def test_openai_chat_gets_it_after_the_tool_message_with_its_placeholder(
         self, png: bytes

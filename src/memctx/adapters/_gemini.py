@@ -32,9 +32,10 @@ def to_gemini(
     needed). ``tools="native"`` (the default) sends ``function_call`` /
     ``function_response`` parts (the response is ``{"output": text}``, or
     ``{"error": text}`` for a failed call), images and PDFs as
-    ``inline_data`` (data) or ``file_data`` (URL) parts -- those of a tool's
-    result (``call_id``) as the ``parts`` of its ``function_response``,
-    which Gemini 3 models take; reasoning stays
+    ``inline_data`` (data) or ``file_data`` (URL) parts -- the data of a
+    tool's result (``call_id``) as the ``parts`` of its ``function_response``,
+    which Gemini 3 models take (a URL, which the Gemini API does not take
+    there, as a part right after it); reasoning stays
     text (Gemini's thought signatures are its own). ``tools="text"``: every
     chunk as its XML text. Raises
     :class:`~memctx.EmptyContextError` when there is no user or model turn.
@@ -79,6 +80,8 @@ def _parts(parts: tuple[Part, ...]) -> list[dict[str, Any]]:
             out[-1] = {"text": out[-1]["text"] + found["text"]}
         else:
             out.append(found)
+        if isinstance(part, Result):  # a tool's media by URL: the Gemini API takes no
+            out += [_media(m) for m in part.media if m.url is not None]  # URI in a response
     return out
 
 
@@ -98,6 +101,7 @@ def _part(part: Part) -> dict[str, Any]:
         return {"text": part.text}
     key = "error" if part.is_error else "output"
     response: dict[str, Any] = {"id": part.id, "name": part.name, "response": {key: part.output}}
-    if part.media:  # a tool's image or PDF: multimodal function response parts (Gemini 3)
-        response["parts"] = [_media(m) for m in part.media]
+    inline = [_media(m) for m in part.media if m.url is None]
+    if inline:  # a tool's image or PDF data: multimodal function response parts (Gemini 3)
+        response["parts"] = inline
     return {"function_response": response}
