@@ -10,7 +10,15 @@ from typing import Any
 
 import pytest
 
-from memctx import Chunk, InvalidChunkError, MemoryState, chunks, create_builder, create_tokenizer
+from memctx import (
+    AdapterError,
+    Chunk,
+    InvalidChunkError,
+    MemoryState,
+    chunks,
+    create_builder,
+    create_tokenizer,
+)
 from memctx.adapters import to_anthropic, to_gemini, to_openai, to_responses
 from memctx.importers import load_anthropic_messages, load_responses_items
 from sdk_clients import (
@@ -113,6 +121,20 @@ class TestWhereEachProviderGetsIt:
             "file_data": {"file_uri": "https://example.com/s.png", "mime_type": "image/png"}
         }
         assert "What is on it?" in parts[2]["text"]
+
+    def test_gemini_gets_it_after_the_response_for_older_models(self, png: bytes) -> None:
+        result = build(screenshot_run(chunks.image(png, call_id="call_1")))
+
+        parts = to_gemini(result, tool_media="after")["contents"][2]["parts"]
+
+        assert "parts" not in parts[0]["function_response"]
+        assert parts[1] == {"inline_data": {"mime_type": "image/png", "data": _b64(png)}}
+
+    def test_gemini_refuses_an_unknown_tool_media(self, png: bytes) -> None:
+        result = build(screenshot_run(chunks.image(png, call_id="call_1")))
+
+        with pytest.raises(AdapterError, match="tool_media: must be 'response' or 'after'"):
+            to_gemini(result, tool_media="inside")  # type: ignore[arg-type]
 
     def test_openai_chat_gets_it_after_the_tool_message_with_its_placeholder(
         self, png: bytes

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final, Literal
 
 from memctx._exceptions import AdapterError
 from memctx.adapters._checks import config_mapping
 from memctx.adapters._conversation import Source, ToolMode, conversation
-from memctx.adapters._parts import Call, Media, Part, Result
+from memctx.adapters._parts import Call, Media, Part, Result, part_text
 from memctx.adapters._turns import turn_options
+
+_TOOL_MEDIA: Final = ("response", "after")
 
 
 def to_gemini(
@@ -20,6 +22,7 @@ def to_gemini(
     opening_turn: str | None = None,
     closing_turn: str | None = None,
     config: Mapping[str, Any] | None = None,
+    tool_media: Literal["response", "after"] = "response",
 ) -> dict[str, Any]:
     """Exactly the keyword arguments ``generate_content`` takes besides ``model``.
 
@@ -35,7 +38,8 @@ def to_gemini(
     ``inline_data`` (data) or ``file_data`` (URL) parts -- the data of a
     tool's result (``call_id``) as the ``parts`` of its ``function_response``,
     which Gemini 3 models take (a URL, which the Gemini API does not take
-    there, as a part right after it); reasoning stays
+    there, as a part right after it; ``tool_media="after"`` puts all of them
+    after it, for older models, which refuse media in a response); reasoning stays
     text (Gemini's thought signatures are its own). ``tools="text"``: every
     chunk as its XML text. Raises
     :class:`~memctx.EmptyContextError` when there is no user or model turn.
@@ -45,6 +49,8 @@ def to_gemini(
     ``prefill`` given here raises :class:`~memctx.TurnMismatchError`.
     """
     merged = config_mapping(config)
+    if tool_media not in _TOOL_MEDIA:
+        raise AdapterError(f"tool_media: must be 'response' or 'after', got {tool_media!r}")
     talk = conversation(source, tools, "Gemini", alternate=True)
     options = turn_options(
         source, opening_turn=opening_turn, closing_turn=closing_turn, prefill=prefill
@@ -55,7 +61,7 @@ def to_gemini(
         contents.append({"role": "user", "parts": [{"text": added.opening}]})
     for turn in talk.turns:
         role = "model" if turn.role == "assistant" else "user"
-        contents.append({"role": role, "parts": _parts(turn.parts)})
+        contents.append({"role": role, "parts": _parts(turn.parts, tool_media == "after")})
     if added.closing is not None:
         contents.append({"role": "user", "parts": [{"text": added.closing}]})
     else:
@@ -72,16 +78,20 @@ def to_gemini(
     return {"contents": contents, "config": merged}
 
 
-def _parts(parts: tuple[Part, ...]) -> list[dict[str, Any]]:
+def _parts(parts: tuple[Part, ...], media_after: bool) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for part in parts:
+        if isinstance(part, Result):
+            inside = () if media_after else tuple(m for m in part.media if m.url is None)
+            out.append(_response(part, inside))
+            # The rest right after it (the Gemini API takes no URI inside a response).
+            out += [_media(m) for m in part.media if m not in inside]
+            continue
         found = _part(part)
         if "text" in found and out and "text" in out[-1]:
             out[-1] = {"text": out[-1]["text"] + found["text"]}
         else:
             out.append(found)
-        if isinstance(part, Result):  # a tool's media by URL: the Gemini API takes no
-            out += [_media(m) for m in part.media if m.url is not None]  # URI in a response
     return out
 
 
@@ -97,11 +107,12 @@ def _part(part: Part) -> dict[str, Any]:
     if isinstance(part, Call):
         call = {"id": part.id, "name": part.name, "args": part.arguments}
         return {"function_call": call}
-    if not isinstance(part, Result):
-        return {"text": part.text}
+    return {"text": part_text(part)}
+
+
+def _response(part: Result, media: tuple[Media, ...]) -> dict[str, Any]:
     key = "error" if part.is_error else "output"
     response: dict[str, Any] = {"id": part.id, "name": part.name, "response": {key: part.output}}
-    inline = [_media(m) for m in part.media if m.url is None]
-    if inline:  # a tool's image or PDF data: multimodal function response parts (Gemini 3)
-        response["parts"] = inline
+    if media:  # a tool's image or PDF data: multimodal function response parts (Gemini 3)
+        response["parts"] = [_media(m) for m in media]
     return {"function_response": response}
