@@ -298,3 +298,24 @@ class TestImporters:
 
         assert state.chunks[-1].metadata.call_id == "call_1"
         assert sent[2] == output
+
+    def test_langchain_images_come_back_as_image_chunks(self, png: bytes) -> None:
+        from memctx.importers import from_langchain
+
+        state = MemoryState(
+            [
+                chunks.user("Compare with this.", id="u"),
+                chunks.image(url="https://example.com/ref.png", id="ref"),
+                chunks.tool_call("screenshot", {}, call_id="call_1", id="c"),
+                chunks.tool_result("screenshot", "saved", call_id="call_1", id="r"),
+                chunks.image(png, call_id="call_1", id="shot"),
+            ]
+        )
+
+        imported, _ = from_langchain(build(state).to_langchain())
+
+        images = [c for c in imported.chunks if c.action == "image"]
+        assert [c.content.get("url") for c in images] == ["https://example.com/ref.png", None]
+        assert base64.b64decode(images[1].content["data"]) == png
+        assert [c.metadata.call_id for c in images] == [None, "call_1"]
+        assert all(_b64(png)[:40] not in c.text for c in imported.chunks if c.action != "image")

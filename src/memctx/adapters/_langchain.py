@@ -47,7 +47,7 @@ def to_langchain(source: Source, *, tools: ToolMode = "native") -> list[BaseMess
         for result in (p for p in turn.parts if isinstance(p, Result)):
             out.append(
                 lc.ToolMessage(
-                    content=_content([Text(result.output), *result.media]),
+                    content=_content(_result_parts(result)),
                     tool_call_id=result.id,
                     name=result.name,
                     status="error" if result.is_error else "success",
@@ -64,6 +64,12 @@ def to_langchain(source: Source, *, tools: ToolMode = "native") -> list[BaseMess
         elif body:
             out.append(lc.HumanMessage(content=_content(body)))
     return out
+
+
+def _result_parts(result: Result) -> list[Part]:
+    """A result's text (unless it has none and media) and its media."""
+    text: list[Part] = [Text(result.output)] if result.output or not result.media else []
+    return [*text, *result.media]
 
 
 def _content(parts: Sequence[Part]) -> Any:
