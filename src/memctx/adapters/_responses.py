@@ -57,9 +57,10 @@ def to_responses(
     return items
 
 
-def _with_id(item: dict[str, Any], chunk_id: str | None, item_ids: bool) -> dict[str, Any]:
-    if item_ids and chunk_id is not None:
-        item["id"] = chunk_id
+def _with_id(item: dict[str, Any], item_id: str | None, item_ids: bool) -> dict[str, Any]:
+    """``item`` with the ``id`` it came with, when it has one and ids are sent."""
+    if item_ids and item_id is not None:
+        item["id"] = item_id
     return item
 
 
