@@ -223,7 +223,8 @@ def all_cases() -> list[Case]:
 
 def media_cases(png: bytes, pdf: bytes) -> list[Case]:
     """Reasoning with tool use (Anthropic's signed and redacted thinking, OpenAI's reasoning
-    items), images and PDFs (data and URL), alone and mixed, under three budgets."""
+    items), images and PDFs (data and URL), alone, mixed and returned by tools (``call_id``),
+    under three budgets."""
     task = chunks.user("Look at these and fix the bug.", id="task", pinned=True)
     image = chunks.image(png, id="img")
     linked = chunks.image(url="https://example.com/shot.png", detail="low", id="url-img")
@@ -251,11 +252,27 @@ def media_cases(png: bytes, pdf: bytes) -> list[Case]:
         openai_run += step(n, thought)
     media = [task, image, linked, document, linked_doc, chunks.assistant("Reading.", id="a")]
     mixed = [*media[:-1], *anthropic_run[1:], chunks.user("And?", id="u2")]
+    tool_media = [task]
+    shots = [
+        chunks.image(png, call_id="call_s0", id="shot0"),
+        chunks.image(url="https://example.com/s1.png", call_id="call_s1", id="shot1"),
+        chunks.document(pdf, title="report.pdf", call_id="call_s2", id="shot2"),
+        chunks.document(url="https://example.com/r.pdf", call_id="call_s3", id="shot3"),
+    ]
+    for n, shot in enumerate(shots):
+        output = "" if n == 1 else f"captured {n}"
+        tool_media += [
+            chunks.tool_call("capture", {"n": n}, call_id=f"call_s{n}", id=f"sc{n}"),
+            chunks.tool_result("capture", output, call_id=f"call_s{n}", id=f"sr{n}"),
+            shot,
+        ]
+    tool_media.append(chunks.assistant("Seen them.", id="seen"))
     states = {
         "anthropic-thinking": anthropic_run,
         "openai-reasoning": openai_run,
         "media": media,
         "mixed": mixed,
+        "tool-media": tool_media,
     }
     return [
         Case(f"{name}-{budget}", MemoryState(items), {"max_tokens": budget})

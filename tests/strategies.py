@@ -12,6 +12,7 @@ arguments a chunk was made from (and can predict its XML), or directly as
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -574,3 +575,82 @@ def id_options(draw: st.DrawFn, state: MemoryState) -> dict[str, Any]:
     if draw(st.booleans()):
         options["pinned_chunk_ids"] = draw(st.lists(pool, max_size=3))
     return options
+
+
+# -- OpenAI Responses API items ----------------------------------------------------------------
+
+_PLAIN_TEXT: Final = st.text(
+    st.characters(categories=("L", "N", "Zs", "Po"), exclude_characters="<>&\"'"),
+    min_size=1,
+    max_size=30,
+).filter(str.strip)
+_ARGUMENTS: Final = st.dictionaries(
+    st.text("abcdefgh_", min_size=1, max_size=6),
+    st.integers(-1000, 1000) | st.booleans() | _PLAIN_TEXT,
+    max_size=3,
+)
+
+
+@st.composite
+def responses_items(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A valid Responses ``input`` list: a system message, then steps of a user message and
+    the assistant's work -- reasoning items (``encrypted_content``, several summary parts,
+    always followed by the item they led to), assistant messages with or without an id,
+    ``function_call`` items (with ``fc_`` ids or none) answered by ``function_call_output``
+    items. Ids are unique; no two assistant messages without an id are adjacent (they would
+    be one message)."""
+    serial = iter(range(1_000))
+    items: list[dict[str, Any]] = []
+    if draw(st.booleans()):
+        items.append({"role": "system", "content": draw(_PLAIN_TEXT)})
+    for _ in range(draw(st.integers(1, 4))):
+        items.append({"role": "user", "content": draw(_PLAIN_TEXT)})
+        for _ in range(draw(st.integers(1, 3))):
+            if draw(st.booleans()):
+                n = next(serial)
+                reasoning = {
+                    "type": "reasoning",
+                    "id": f"rs_{n}",
+                    "summary": [
+                        {"type": "summary_text", "text": text}
+                        for text in draw(st.lists(_PLAIN_TEXT, max_size=3))
+                    ],
+                }
+                if draw(st.booleans()):
+                    reasoning["encrypted_content"] = f"gAAAA{n}" + draw(_PLAIN_TEXT)
+                items.append(reasoning)
+            if draw(st.booleans()):
+                items.append(_assistant_message(draw, next(serial), items))
+                continue
+            calls = [next(serial) for _ in range(draw(st.integers(1, 2)))]
+            for n in calls:
+                call = {
+                    "type": "function_call",
+                    "call_id": f"call_{n}",
+                    "name": draw(st.sampled_from(["read_file", "sh", "search"])),
+                    "arguments": json.dumps(draw(_ARGUMENTS)),
+                }
+                if draw(st.booleans()):
+                    call["id"] = f"fc_{n}"
+                items.append(call)
+            for n in calls:
+                output = {"type": "function_call_output", "call_id": f"call_{n}"}
+                output["output"] = draw(_PLAIN_TEXT)
+                if draw(st.booleans()):
+                    output["id"] = f"fco_{n}"
+                items.append(output)
+    return items
+
+
+def _assistant_message(draw: st.DrawFn, n: int, items: list[dict[str, Any]]) -> dict[str, Any]:
+    text = draw(_PLAIN_TEXT)
+    plain_before = items and items[-1].get("role") == "assistant" and "id" not in items[-1]
+    if plain_before or draw(st.booleans()):
+        return {
+            "type": "message",
+            "id": f"msg_{n}",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": text, "annotations": []}],
+        }
+    return {"role": "assistant", "content": text}

@@ -13,8 +13,17 @@ _IMAGE = (
     "height",
     "bytes=byte_size",
     "detail",
+    "call_id",
 )
-_DOCUMENT = (*_ATTRIBUTES, "url=content.url", "media_type", "title", "pages", "bytes=byte_size")
+_DOCUMENT = (
+    *_ATTRIBUTES,
+    "url=content.url",
+    "media_type",
+    "title",
+    "pages",
+    "bytes=byte_size",
+    "call_id",
+)
 
 
 class AgentRenderer(DeclaredRenderer):

@@ -131,6 +131,10 @@ class ChunkMetadata:
     OpenAI reasoning item's ``encrypted_content``. Only a ``thinking`` chunk has one."""
     reasoning_id: str | None = attrs.field(default=None, validator=_metadata_str)
     """The id of the OpenAI reasoning item a ``thinking`` chunk came from."""
+    item_id: str | None = attrs.field(default=None, validator=_metadata_str)
+    """The id of the OpenAI Responses item a chunk came from: a ``function_call``'s
+    (``fc_…``), a ``function_call_output``'s, an assistant message's (``msg_…``).
+    ``to_responses`` sends it back (unless ``item_ids=False``); never shown in the XML."""
     media_type: str | None = attrs.field(default=None, validator=_metadata_str)
     width: int | None = attrs.field(default=None, validator=_metadata_count)
     height: int | None = attrs.field(default=None, validator=_metadata_count)

@@ -545,6 +545,7 @@ def image(
     *,
     width: int | None = None,
     height: int | None = None,
+    call_id: str | None = None,
     id: str | None = None,
     priority: int = 0,
     pinned: bool = False,
@@ -562,7 +563,10 @@ def image(
     the image is priced at the provider's largest cost). ``detail`` is
     OpenAI's (``"auto"``, ``"low"``, ``"high"``). The XML is a short
     ``<image .../>``-like element with no content: no base64 is ever sent
-    as text.
+    as text. ``call_id``: the image belongs to the result of that tool
+    call (a screenshot a tool returned); placed right after the result, it
+    is sent inside it where the provider allows (see
+    ``docs/providers-fidelity.md``).
     """
     _media.check_one_source(data, url)
     if detail is not None and detail not in _media.DETAILS:
@@ -575,7 +579,9 @@ def image(
         found = _media.inspect_image(data, media_type)
     else:
         found = _media.inspect_image_url(url, media_type, width, height)
-    return _media_chunk("image", found, id, priority, pinned, custom, created_at, detail=detail)
+    return _media_chunk(
+        "image", found, id, priority, pinned, custom, created_at, detail=detail, call_id=call_id
+    )
 
 
 def document(
@@ -585,6 +591,7 @@ def document(
     title: str | None = None,
     *,
     pages: int | None = None,
+    call_id: str | None = None,
     id: str | None = None,
     priority: int = 0,
     pinned: bool = False,
@@ -596,7 +603,7 @@ def document(
     Data must be a PDF; its pages are counted here (for the token cost). A
     URL's ``pages`` may be given (else one page is assumed). ``title`` is
     sent where the provider takes one (Anthropic's document title, OpenAI's
-    file name). Content and XML as for :func:`image`.
+    file name). Content, XML and ``call_id`` as for :func:`image`.
     """
     _media.check_one_source(data, url)
     if data is not None:
@@ -607,7 +614,9 @@ def document(
         found = _media.inspect_document_url(url, media_type, pages)
     if title is not None:
         _name(title, "title")
-    return _media_chunk("document", found, id, priority, pinned, custom, created_at, title=title)
+    return _media_chunk(
+        "document", found, id, priority, pinned, custom, created_at, title=title, call_id=call_id
+    )
 
 
 def _media_chunk(

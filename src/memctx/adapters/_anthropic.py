@@ -7,17 +7,8 @@ from typing import Any, Final
 
 from memctx.adapters._cache import MAX_BREAKPOINTS, ephemeral, mark_message, marks_in, message_marks
 from memctx.adapters._checks import check_flag, checked_tool_definitions
-from memctx.adapters._conversation import (
-    Call,
-    Media,
-    Part,
-    Reasoning,
-    Result,
-    Source,
-    ToolMode,
-    Turn,
-    conversation,
-)
+from memctx.adapters._conversation import Source, ToolMode, conversation
+from memctx.adapters._parts import Call, Media, Part, Reasoning, Result, Turn
 from memctx.adapters._turns import turn_options
 
 DECLARED_TOOL_DESCRIPTION: Final = (
@@ -51,7 +42,8 @@ def to_anthropic(
     place: a ``thinking`` chunk with an Anthropic ``signature`` as a
     ``thinking`` block (signature intact), a ``redacted_thinking`` chunk as a
     ``redacted_thinking`` block, images and PDFs as ``image`` / ``document``
-    blocks (base64 or URL source); unsigned reasoning stays text. Every
+    blocks (base64 or URL source) -- inside the ``tool_result`` when they
+    belong to the call (``call_id``); unsigned reasoning stays text. Every
     thinking block of every turn is kept where it was (the API requires those
     of the assistant turns of the current tool use, and ignores or uses the
     older ones by model). ``tools="text"``: every chunk as its XML text.
@@ -143,7 +135,10 @@ def _block(part: Part) -> dict[str, Any]:
     if not isinstance(part, Result):
         return {"type": "text", "text": part.text}
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": part.id}
-    if part.output:
+    if part.media:  # a tool's image or PDF: a block of the result's content
+        text = [{"type": "text", "text": part.output}] if part.output else []
+        block["content"] = text + [_media_block(m) for m in part.media]
+    elif part.output:
         block["content"] = part.output
     if part.is_error:
         block["is_error"] = True

@@ -22,6 +22,10 @@ Also in ``"native"`` mode, an image or document chunk becomes a :class:`Media`
 part and a ``thinking`` / ``redacted_thinking`` chunk a :class:`Reasoning`
 part, in place; each carries its XML segment too, so an adapter whose API
 cannot take it sends that text instead (see ``docs/providers-fidelity.md``).
+An image or document chunk with the ``call_id`` of a native result in the
+same message is the tool's: it goes with that :class:`Result` (its ``media``)
+instead. An assistant message chunk with a Responses ``item_id`` is a
+:class:`Text` part of its own, so that its id can be sent back.
 A call whose arguments are ``None`` is sent with an empty object.
 """
 
@@ -38,99 +42,12 @@ from memctx._chunk import ROLES, Chunk, ChunkType, ContextMessage, Role
 from memctx._exceptions import AdapterError, EmptyContextError
 from memctx.adapters._checks import check_mode
 from memctx.adapters._ids import provider_id, provider_name
+from memctx.adapters._parts import Call, Media, Part, Reasoning, Result, Text, Turn
 from memctx.adapters._segments import split_segments
 from memctx.xml import sanitize
 
 ToolMode: TypeAlias = Literal["text", "native"]
 _RESULT_ACTIONS = {"tool_call": ("tool_result",), "skill_call": ("skill_result",)}
-
-
-@attrs.frozen
-class Text:
-    """XML text (one or more chunks')."""
-
-    text: str
-
-
-@attrs.frozen
-class Call:
-    """A tool or skill call sent natively."""
-
-    chunk: Chunk
-    id: str
-    name: str
-    arguments: dict[str, Any]
-
-
-@attrs.frozen
-class Result:
-    """The result of a native call."""
-
-    chunk: Chunk
-    id: str
-    name: str
-    output: str
-    is_error: bool
-
-
-@attrs.frozen
-class Media:
-    """An image or document chunk (``chunk.action``), with its XML placeholder as ``text``."""
-
-    chunk: Chunk
-    text: str
-
-    @property
-    def is_image(self) -> bool:
-        return self.chunk.action == "image"
-
-    @property
-    def url(self) -> str | None:
-        """The chunk's URL, or None when it holds data."""
-        found = self.chunk.content.get("url")
-        return None if found is None else str(found)
-
-    @property
-    def data(self) -> str:
-        """The base64 data (only for a chunk that holds data)."""
-        return str(self.chunk.content["data"])
-
-    @property
-    def media_type(self) -> str:
-        return self.chunk.metadata.media_type or "application/octet-stream"
-
-
-@attrs.frozen
-class Reasoning:
-    """A ``thinking`` or ``redacted_thinking`` chunk, with its XML as ``text``."""
-
-    chunk: Chunk
-    text: str
-
-    @property
-    def redacted(self) -> bool:
-        return self.chunk.subtype == "REDACTED_THINKING"
-
-    @property
-    def anthropic_signed(self) -> bool:
-        """Whether Anthropic takes it back as a block: redacted, or signed by Anthropic (a
-        signature without an OpenAI ``reasoning_id``)."""
-        meta = self.chunk.metadata
-        return self.redacted or (meta.signature is not None and meta.reasoning_id is None)
-
-
-Part: TypeAlias = Text | Call | Result | Media | Reasoning
-
-
-def part_text(part: Part) -> str:
-    """The XML text a part stands for when sent as text (a call's or result's: none)."""
-    return part.text if isinstance(part, Text | Media | Reasoning) else ""
-
-
-@attrs.frozen
-class Turn:
-    role: Literal["user", "assistant"]
-    parts: tuple[Part, ...]
 
 
 @attrs.frozen
@@ -377,22 +294,41 @@ def _special(chunk: Chunk) -> type[Media] | type[Reasoning] | None:
     return None
 
 
+def _own_text(chunk: Chunk) -> bool:
+    """Whether a chunk is a text part of its own: an assistant message with a Responses id."""
+    return (
+        chunk.type is ChunkType.AGENT
+        and chunk.role == "assistant"
+        and chunk.metadata.item_id is not None
+    )
+
+
 def _native_turn(cut: _Cut, native: Mapping[str, tuple[Call, Result]]) -> Turn:
-    """One turn: native results first, then text, calls, media and reasoning in order."""
+    """One turn: native results first (each with the media of its call), then text, calls,
+    media and reasoning in order."""
     role = _turn_role(cut.message.role)
     if (
         cut.chunks is None
         or cut.segments is None
-        or not any(c.id in native or _special(c) for c in cut.chunks)
+        or not any(c.id in native or _special(c) or _own_text(c) for c in cut.chunks)
     ):
         return Turn(role, (Text(cut.message.content),))
-    front: list[Part] = []
+    answered = {
+        chunk.metadata.call_id
+        for chunk in cut.chunks
+        if chunk.id in native and chunk is native[chunk.id][1].chunk
+    }
+    attached: dict[str | None, list[Media]] = {}
+    front: list[Result] = []
     parts: list[Part] = []
     text: list[str] = []
     for chunk, segment in zip(cut.chunks, cut.segments, strict=True):
         pair = native.get(chunk.id)
         special = _special(chunk) if pair is None else None
-        if pair is None and special is None:
+        if special is Media and chunk.metadata.call_id in answered:
+            attached.setdefault(chunk.metadata.call_id, []).append(Media(chunk, segment))
+            continue
+        if pair is None and special is None and not _own_text(chunk):
             text.append(segment)
             continue
         if text:
@@ -400,12 +336,17 @@ def _native_turn(cut: _Cut, native: Mapping[str, tuple[Call, Result]]) -> Turn:
             text = []
         if special is not None:
             parts.append(special(chunk, segment))
-        elif pair is not None and chunk is pair[0].chunk:
+        elif pair is None:
+            parts.append(Text(segment, chunk.metadata.item_id))
+        elif chunk is pair[0].chunk:
             parts.append(pair[0])
-        elif pair is not None:
+        else:
             front.append(pair[1])
     if text:
         parts.append(Text("".join(text)))
+    front = [
+        attrs.evolve(r, media=tuple(attached.get(r.chunk.metadata.call_id, ()))) for r in front
+    ]
     return Turn(role, (*front, *parts))
 
 

@@ -5,16 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from memctx.adapters._conversation import (
-    Call,
-    Media,
-    Part,
-    Result,
-    Source,
-    ToolMode,
-    conversation,
-    part_text,
-)
+from memctx.adapters._conversation import Source, ToolMode, conversation
+from memctx.adapters._parts import Call, Media, Part, Result, Text, part_text
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
@@ -36,7 +28,8 @@ def to_langchain(source: Source, *, tools: ToolMode = "native") -> list[BaseMess
 
     ``tools="native"`` (the default): natively sendable calls become the
     ``AIMessage``'s ``tool_calls`` and each result a ``ToolMessage``
-    (``status="error"`` for a failed call) right after it, with the ids and
+    (``status="error"`` for a failed call; an image or PDF of the call's as
+    a block of its content) right after it, with the ids and
     names of :func:`memctx.adapters.tool_mapping`; images and PDFs become
     LangChain's standard ``image`` / ``file`` content blocks (langchain-core
     1.x) of the ``HumanMessage``; reasoning stays text. ``tools="text"``:
@@ -54,7 +47,7 @@ def to_langchain(source: Source, *, tools: ToolMode = "native") -> list[BaseMess
         for result in (p for p in turn.parts if isinstance(p, Result)):
             out.append(
                 lc.ToolMessage(
-                    content=result.output,
+                    content=_content(_result_parts(result)),
                     tool_call_id=result.id,
                     name=result.name,
                     status="error" if result.is_error else "success",
@@ -71,6 +64,12 @@ def to_langchain(source: Source, *, tools: ToolMode = "native") -> list[BaseMess
         elif body:
             out.append(lc.HumanMessage(content=_content(body)))
     return out
+
+
+def _result_parts(result: Result) -> list[Part]:
+    """A result's text (unless it has none and media) and its media."""
+    text: list[Part] = [Text(result.output)] if result.output or not result.media else []
+    return [*text, *result.media]
 
 
 def _content(parts: Sequence[Part]) -> Any:

@@ -7,17 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from memctx._render.media import data_url
-from memctx.adapters._conversation import (
-    Call,
-    Media,
-    Part,
-    Result,
-    Source,
-    ToolMode,
-    Turn,
-    conversation,
-    part_text,
-)
+from memctx.adapters._conversation import Source, ToolMode, conversation
+from memctx.adapters._parts import Call, Media, Part, Result, Text, Turn, part_text
 
 
 def to_openai(source: Source, *, tools: ToolMode = "native") -> list[dict[str, Any]]:
@@ -28,7 +19,10 @@ def to_openai(source: Source, *, tools: ToolMode = "native") -> list[dict[str, A
     (``content`` is ``None`` when it holds no other text), each result a
     ``tool`` message right after it; an image becomes an ``image_url``
     content part (a ``data:`` URL, or its URL) and a PDF given as data a
-    ``file`` part, in place in the user message. Reasoning stays text (chat
+    ``file`` part, in place in the user message. A ``tool`` message takes
+    only text: the images and PDFs of a result (``call_id``) follow the
+    ``tool`` messages in a user message, each after its placeholder (the
+    user message the turn has anyway, or one of its own). Reasoning stays text (chat
     completions take no reasoning back; use :func:`to_responses`).
     ``tools="text"``: ``{"role", "content"}`` dicts, the system message
     first, every chunk as its XML (images as their short placeholder).
@@ -52,7 +46,7 @@ def openai_turn(turn: Turn) -> list[dict[str, Any]]:
         for p in turn.parts
         if isinstance(p, Result)
     ]
-    body = [p for p in turn.parts if not isinstance(p, Result | Call)]
+    body = user_parts(turn)
     calls = [p for p in turn.parts if isinstance(p, Call)]
     if turn.role == "assistant":
         text = "".join(part_text(p) for p in body)
@@ -63,6 +57,20 @@ def openai_turn(turn: Turn) -> list[dict[str, Any]]:
     elif body:
         out.append({"role": "user", "content": _user_content(body)})
     return out
+
+
+def user_parts(turn: Turn) -> list[Part]:
+    """The parts of a turn's message after its ``tool`` messages.
+
+    A ``tool`` message takes only text, so the images and PDFs of a result
+    (see :class:`~memctx.adapters._conversation.Result`) come first, each
+    after its placeholder (which names the ``call_id``), then the turn's
+    other parts."""
+    moved: list[Part] = []
+    for result in (p for p in turn.parts if isinstance(p, Result)):
+        for media in result.media:
+            moved += [Text(media.text), media]
+    return moved + [p for p in turn.parts if not isinstance(p, Result | Call)]
 
 
 def _user_content(parts: Sequence[Part]) -> str | list[dict[str, Any]]:

@@ -1,16 +1,21 @@
 """The tokens of a native chat-completions request, as a build with ``provider="openai"`` counts.
 
 OpenAI publishes how a message of text is counted (its cookbook's
-``num_tokens_from_messages``: 3 tokens a message, its encoded values, 3 for
-the reply priming) and how an image is (:mod:`memctx._render.media`); it does not
-publish how tool calls and ``tool`` messages are laid out for the model
-(its forum's answer: "purposefully hidden ... and not documented"). So:
+``num_tokens_from_messages``: 3 tokens a message, its encoded values, 1 more
+for a ``name``, 3 for the reply priming) and how an image is
+(:mod:`memctx._render.media`); its cookbook's ``num_tokens_for_tools`` counts
+the tool *definitions* (the ``tools`` parameter), not the calls and results
+in the messages, whose layout is not published. So:
 
 - a message of text, and a user message of text and image parts: counted by
   the published rules (each text part's tokens, each image's tile cost);
-- an assistant message's ``tool_calls`` and a ``tool`` message: counted by
-  the cookbook's rule applied to each string they hold (call id, ``function``,
-  name, arguments; ``tool_call_id`` and content), an approximation;
+- an assistant message's ``tool_calls`` and a ``tool`` message: by the rule
+  community counters calibrated against the API's ``prompt_tokens`` for the
+  legacy ``function_call`` (hmarr/openai-chat-tokens): a call costs its name,
+  its arguments and 3; a ``tool`` message 2 fewer than a text message; the
+  call ids are not counted (the model is not shown them). On the one
+  API-measured ``tool_calls`` request we found (forestwanglin/openai-java#5,
+  gpt-4: 35 prompt tokens) this gives 35; not published, so inexact;
 - a PDF ``file`` part: the per-page estimate of :mod:`memctx._render.media`.
 
 The count is exact (``token_count_exact``) only when the request holds none
@@ -24,8 +29,9 @@ from typing import Any
 
 from memctx._chunk import Chunk, ContextMessage
 from memctx._render.media import media_tokens
-from memctx.adapters._conversation import Media, native_conversation
-from memctx.adapters._openai import media_part, openai_turn
+from memctx.adapters._conversation import native_conversation
+from memctx.adapters._openai import media_part, openai_turn, user_parts
+from memctx.adapters._parts import Media
 from memctx.typing import Tokenizer
 
 
@@ -42,7 +48,7 @@ def openai_request_tokens(
     if talk.system:
         total += tokenizer.count_messages([{"role": "system", "content": talk.system}]) - priming
     for turn in talk.turns:
-        media = [p for p in turn.parts if isinstance(p, Media) and media_part(p) is not None]
+        media = [p for p in user_parts(turn) if isinstance(p, Media) and media_part(p) is not None]
         for message in openai_turn(turn):
             tokens, plain = _message_tokens(message, media, tokenizer, priming)
             total += tokens
@@ -68,10 +74,11 @@ def _message_tokens(
             part = media.pop(0)
             tokens += media_tokens(part.chunk.action, part.chunk.metadata, "openai")
             exact = exact and part.is_image
+    if "name" in message:
+        tokens += tokenizer.count(message["name"]) + 1
     if role == "tool":
-        tokens += tokenizer.count(message["tool_call_id"])
+        tokens -= 2
     for call in message.get("tool_calls") or ():
         function = call["function"]
-        for text in (call["id"], call["type"], function["name"], function["arguments"]):
-            tokens += tokenizer.count(text)
+        tokens += tokenizer.count(function["name"]) + tokenizer.count(function["arguments"]) + 3
     return tokens, exact

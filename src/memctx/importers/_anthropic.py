@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+import attrs
+
 from memctx import chunks
 from memctx._chunk import Chunk
 from memctx._exceptions import InvalidChunkError, TranscriptError
@@ -62,7 +64,9 @@ def load_anthropic_messages(
     document chunk, ``tool_use`` a
     ``tool_call`` (``call_id`` = its ``id``; ``pending`` when no result
     answers it), ``tool_result`` the ``tool_result`` of that call
-    (``tool_error`` with ``is_error``). Other blocks (files by id, search
+    (``tool_error`` with ``is_error``; the images and documents of its
+    content become image and document chunks of its ``call_id`` right after
+    it, ids ``msg<index>_<k>_<j>``). Other blocks (files by id, search
     results, ...) are kept as ``CUSTOM`` chunks (kind ``anthropic_<type>``) holding the
     block's JSON and listed in the report's ``unknown_blocks``. The first
     user message is pinned unless ``pin_task=False``.
@@ -113,6 +117,7 @@ def load_anthropic_messages(
                     if chunk.type.value == "CUSTOM":
                         unknown_blocks.append((index, str(chunk.subtype)[len("anthropic_") :]))
                     out.append(chunk)
+                    out += _result_media(block, f"msg{index}_{k}")
             else:
                 raise TranscriptError("content must be a string or a list of blocks", index=index)
         except InvalidChunkError as exc:
@@ -143,6 +148,33 @@ def _media(kind: str, block: Mapping[str, Any], chunk_id: str) -> Chunk:
     raise InvalidChunkError("source", f"type {source.get('type')!r} cannot be imported")
 
 
+def _sourced_media(block: object) -> bool:
+    """Whether a block is an image or document given by base64 data or URL."""
+    if not isinstance(block, Mapping) or block.get("type") not in ("image", "document"):
+        return False
+    source = block.get("source")
+    return isinstance(source, Mapping) and source.get("type") in ("base64", "url")
+
+
+def _result_media(block: object, chunk_id: str) -> list[Chunk]:
+    """The image and document chunks of a ``tool_result`` block's content (with its call's
+    ``call_id``, ids ``<chunk_id>_<k>``)."""
+    if not isinstance(block, Mapping) or block.get("type") != "tool_result":
+        return []
+    content = block.get("content")
+    if not isinstance(content, list):
+        return []
+    call_id = block.get("tool_use_id")
+    found = []
+    for k, inner in enumerate(content):
+        if _sourced_media(inner):
+            chunk = _media(inner["type"], inner, f"{chunk_id}_{k}")
+            found.append(
+                attrs.evolve(chunk, metadata=attrs.evolve(chunk.metadata, call_id=call_id))
+            )
+    return found
+
+
 def _block(
     role: str, block: Any, chunk_id: str, index: int, names: dict[str, str], answered: set[Any]
 ) -> Chunk:
@@ -156,9 +188,7 @@ def _block(
         return chunks.thinking(str(block.get("thinking", "")), signature, id=chunk_id)
     if kind == "redacted_thinking":
         return chunks.redacted_thinking(str(block.get("data") or ""), id=chunk_id)
-    source = block.get("source")
-    sourced = isinstance(source, Mapping) and source.get("type") in ("base64", "url")
-    if kind in ("image", "document") and role == "user" and sourced:  # not files by id
+    if role == "user" and _sourced_media(block):  # not files by id
         return _media(kind, block, chunk_id)
     if kind == "tool_use":
         call_id, name = block.get("id"), block.get("name")
@@ -173,7 +203,10 @@ def _block(
         if not isinstance(call_id, str) or not call_id:
             raise TranscriptError("a tool_result block needs a 'tool_use_id'", index=index)
         tool = names.get(call_id, "unknown")
-        output = block_text(block.get("content"), index)
+        content = block.get("content")
+        if isinstance(content, list):  # its images and documents are chunks of their own
+            content = [b for b in content if not _sourced_media(b)]
+        output = block_text(content, index)
         if block.get("is_error"):
             return chunks.tool_error(tool, output, call_id=call_id, id=chunk_id)
         return chunks.tool_result(tool, output, call_id=call_id, id=chunk_id)

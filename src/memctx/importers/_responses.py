@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import attrs
+
 from memctx import chunks
 from memctx._chunk import Chunk
 from memctx._exceptions import InvalidChunkError, TranscriptError
@@ -15,6 +17,7 @@ from memctx.importers._media import media_part
 from memctx.importers._report import ImportReport, first_user_pinned
 
 _TEXT_PARTS = ("input_text", "output_text", "text", "summary_text")
+_MEDIA = ("input_image", "input_file")
 
 
 def load_responses_items(
@@ -28,14 +31,20 @@ def load_responses_items(
     Messages (``{"role", "content"}``, with or without ``"type": "message"``)
     become ``system`` (``system`` and ``developer``), ``user`` (with an image
     or document chunk per ``input_image`` / ``input_file`` part) or
-    ``assistant`` chunks; ``function_call`` a ``tool_call`` (``call_id``
-    kept, ``pending`` when no output answers it); ``function_call_output``
-    that call's ``tool_result``; ``reasoning`` a ``thinking`` chunk holding
-    its summary texts (joined by blank lines), its ``id`` as
-    ``reasoning_id`` and its ``encrypted_content`` as ``signature``, so
-    :func:`~memctx.adapters.to_responses` sends the item back as it came.
-    Items of other types are kept as ``CUSTOM`` chunks (kind
-    ``responses_<type>``) and listed in the report's ``unknown_blocks``.
+    ``assistant`` chunks (their text parts joined by newlines); ``function_call``
+    a ``tool_call`` (``call_id`` kept, ``pending`` when no output answers
+    it); ``function_call_output`` that call's ``tool_result`` (an output
+    list's ``input_image`` / ``input_file`` parts become image and document
+    chunks of the call's ``call_id`` after it); ``reasoning`` one
+    ``thinking`` chunk per summary part, in order (one empty chunk when the
+    summary is empty), each with the item's ``id`` as ``reasoning_id`` and
+    its ``encrypted_content`` as ``signature``. The ``id`` of a
+    ``function_call``, a ``function_call_output`` and an assistant message
+    is kept as ``item_id``. So :func:`~memctx.adapters.to_responses` sends
+    the items back as they came (docs/providers-fidelity.md lists what
+    changes: message text as its XML, arguments re-serialised, annotations and
+    statuses dropped). Items of other types are kept as ``CUSTOM`` chunks
+    (kind ``responses_<type>``) and listed in the report's ``unknown_blocks``.
     Accepts a list of items or an object with ``input`` (or ``output``).
     """
     if isinstance(items, Mapping):
@@ -59,17 +68,11 @@ def load_responses_items(
             if kind == "message":
                 out += _message(item, base, index)
             elif kind == "function_call":
-                out.append(_call(item, base, index, names, answered))
+                out.append(_with_item_id(_call(item, base, index, names, answered), item))
             elif kind == "function_call_output":
-                call_id = item.get("call_id")
-                if not isinstance(call_id, str) or not call_id:
-                    raise TranscriptError("a function_call_output needs a 'call_id'", index=index)
-                output = item.get("output")
-                text = output if isinstance(output, str) else _text(output, index)
-                tool = names.get(call_id, "unknown")
-                out.append(chunks.tool_result(tool, text, call_id=call_id, id=base))
+                out += _output(item, base, index, names)
             elif kind == "reasoning":
-                out.append(_reasoning(item, base, index))
+                out += _reasoning(item, base, index)
             else:
                 unknown.append((index, str(kind)))
                 payload = freeze_json(dict(item), f"input[{index}]")
@@ -105,7 +108,7 @@ def _message(item: Mapping[str, Any], base: str, index: int) -> list[Chunk]:
     if role in ("system", "developer"):
         return [chunks.system(_text(content, index), id=base)]
     if role == "assistant":
-        return [chunks.assistant(_text(content, index), id=base)]
+        return [_with_item_id(chunks.assistant(_text(content, index), id=base), item)]
     if role != "user":
         raise TranscriptError(f"unknown role {role!r}", index=index)
     if not isinstance(content, list):
@@ -143,11 +146,49 @@ def _call(
     return chunks.tool_call(name, arguments, call_id=call_id, status=status, id=base)
 
 
-def _reasoning(item: Mapping[str, Any], base: str, index: int) -> Chunk:
+def _with_item_id(chunk: Chunk, item: Mapping[str, Any]) -> Chunk:
+    """The chunk with the item's ``id`` as its ``item_id`` (when it has one)."""
+    item_id = item.get("id")
+    if item_id is None:
+        return chunk
+    metadata = attrs.evolve(chunk.metadata, item_id=item_id)
+    return attrs.evolve(chunk, metadata=metadata)
+
+
+def _output(
+    item: Mapping[str, Any], base: str, index: int, names: Mapping[str, str]
+) -> list[Chunk]:
+    call_id = item.get("call_id")
+    if not isinstance(call_id, str) or not call_id:
+        raise TranscriptError("a function_call_output needs a 'call_id'", index=index)
+    output = item.get("output")
+    tool = names.get(call_id, "unknown")
+    media: list[Chunk] = []
+    if isinstance(output, list):
+        texts = [p for p in output if not (isinstance(p, Mapping) and p.get("type") in _MEDIA)]
+        for position, part in enumerate(output):
+            if isinstance(part, Mapping) and part.get("type") in _MEDIA:
+                found = media_part(part, f"{base}_part{position}")
+                metadata = attrs.evolve(found.metadata, call_id=call_id)
+                media.append(attrs.evolve(found, metadata=metadata))
+        output = _text(texts, index)
+    text = output if isinstance(output, str) else _text(output, index)
+    result = chunks.tool_result(tool, text, call_id=call_id, id=base)
+    return [_with_item_id(result, item), *media]
+
+
+def _reasoning(item: Mapping[str, Any], base: str, index: int) -> list[Chunk]:
     reasoning_id = item.get("id")
     if not isinstance(reasoning_id, str) or not reasoning_id:
         raise TranscriptError("a reasoning item needs an 'id'", index=index)
     summary = item.get("summary") or []
-    text = "\n\n".join(_text([part], index) for part in summary)
+    if not isinstance(summary, list):
+        raise TranscriptError(f"summary must be a list, got {describe(summary)}", index=index)
+    texts = [_text([part], index) for part in summary] or [""]
     signature = item.get("encrypted_content")
-    return chunks.thinking(text, signature, reasoning_id=reasoning_id, id=base)
+    return [
+        chunks.thinking(
+            text, signature, reasoning_id=reasoning_id, id=base if k == 0 else f"{base}_part{k}"
+        )
+        for k, text in enumerate(texts)
+    ]
