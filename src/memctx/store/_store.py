@@ -247,6 +247,13 @@ class MemoryStore:
         state kept in the metadata without gaps or lost updates. An
         exception from ``make`` propagates and nothing is written. Returns
         how many chunks were new.
+
+        ``make`` is called once: the lock is taken before it is called, so the
+        transaction is never run again after it returned. Only a ``make`` that
+        itself meets a busy SQLite database (it uses the database through a
+        connection of its own, which this transaction's lock blocks) is
+        called again, with the thread as it is then, when the transaction is
+        run again.
         """
         return self._run(True, _thread_ops.append_with, thread_id, make)
 
