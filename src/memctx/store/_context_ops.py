@@ -29,7 +29,7 @@ from sqlmodel import Session
 from memctx._build.builder import ContextBuilder
 from memctx._build.compress_report import CompressionReport, compressor_params
 from memctx._chunk import Chunk
-from memctx._exceptions import CompactionError, CompressionError, StoreError
+from memctx._exceptions import CompactionError, CompressionError, PolicyError, StoreError
 from memctx._state import MemoryState
 from memctx.compress import compress
 from memctx.compress._compaction import CompactionPolicy, CompactionReport, compact
@@ -268,10 +268,19 @@ def _conflict(thread_id: str) -> StoreError:
     )
 
 
+def _check_policy(policy: object, method: str) -> None:
+    """Refuse anything but a :class:`~memctx.policy.ContextPolicy` before reading the thread."""
+    if not callable(getattr(policy, method, None)) or not hasattr(policy, "profile"):
+        raise PolicyError(
+            "policy", f"expected a ContextPolicy, got {type(policy).__name__} {policy!r:.80}"
+        )
+
+
 def step_thread(
     store: Any, thread_id: str, policy: ContextPolicy, options: Mapping[str, Any]
 ) -> PolicyStep:
     """Run ``policy`` on the visible chunks of ``thread_id``; write each change as a batch."""
+    _check_policy(policy, "step")
     for _ in range(ATTEMPTS):
         state = store.get_current_state(thread_id)
         step = policy.step(state, **options)
@@ -288,6 +297,7 @@ async def step_thread_async(
     store: Any, thread_id: str, policy: ContextPolicy, options: Mapping[str, Any]
 ) -> PolicyStep:
     """:func:`step_thread` for an :class:`AsyncMemoryStore` (the policy's ``astep``)."""
+    _check_policy(policy, "astep")
     for _ in range(ATTEMPTS):
         state = await store.get_current_state(thread_id)
         step = await policy.astep(state, **options)
