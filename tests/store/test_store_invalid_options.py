@@ -145,14 +145,29 @@ INVALID: dict[str, tuple[Call, type[MemctxError], str]] = {
 }
 
 CLI_INVALID: dict[str, tuple[list[str], str]] = {
-    "thread truncate --keep-last -1": (["truncate", "t1", "--keep-last", "-1"], "keep.last"),
-    "thread truncate --range 1": (["truncate", "t1", "--range", "1"], "range"),
-    "thread search --limit 0": (["search", "t1", "x", "--limit", "0"], "limit"),
-    "thread rollback -- -1": (["rollback", "t1", "--", "-1"], "batch"),
-    "thread build --max-tokens -5": (["build", "t1", "--max-tokens", "-5"], "max"),
-    "thread build --strategy newest": (["build", "t1", "--strategy", "newest"], "strategy"),
-    "thread filter --role robot": (["filter", "t1", "--role", "robot"], "robot"),
-    "thread compress --max-chars 0": (["compress", "t1", "--max-chars", "0"], "max"),
+    "thread truncate --keep-last -1": (
+        ["thread", "truncate", "t1", "--keep-last", "-1"],
+        "keep.last",
+    ),
+    "thread truncate --range 1": (["thread", "truncate", "t1", "--range", "1"], "range"),
+    "thread search --limit 0": (["thread", "search", "t1", "x", "--limit", "0"], "limit"),
+    "thread rollback -- -1": (["thread", "rollback", "t1", "--", "-1"], "batch"),
+    "thread build --max-tokens -5": (["thread", "build", "t1", "--max-tokens", "-5"], "max"),
+    "thread build --strategy newest": (
+        ["thread", "build", "t1", "--strategy", "newest"],
+        "strategy",
+    ),
+    "thread filter --role robot": (["thread", "filter", "t1", "--role", "robot"], "robot"),
+    "thread compress --max-chars 0": (["thread", "compress", "t1", "--max-chars", "0"], "max"),
+    "team task on a thread that is not a team": (["team", "task", "t1", "Do it."], "not a team"),
+    "team add on a thread that is not a team": (
+        ["team", "add", "t1", "hi", "--speaker", "lena"],
+        "not a team",
+    ),
+    "team add --speaker ''": (["team", "add", "t1", "hi", "--speaker", ""], "roleId"),
+    "chat new --mode party": (["chat", "new", "s1", "--agents", "-", "--mode", "party"], "mode"),
+    "chat new --window -1": (["chat", "new", "s1", "--agents", "-", "--window", "-1"], "window"),
+    "chat mode on a thread that is not a chat": (["chat", "mode", "t1", "quiz"], "chat"),
 }
 
 
@@ -183,7 +198,9 @@ class TestInvalidCommandLineOptions:
         arguments, names = CLI_INVALID[case]
         before = db_rows()
 
-        result = CliRunner().invoke(main, ["thread", "--db", store_url, *arguments])
+        group, *rest = arguments
+        agents = '[{"id": "coder"}, {"id": "reviewer"}]'
+        result = CliRunner().invoke(main, [group, "--db", store_url, *rest], input=agents)
 
         assert result.exit_code in (1, 2), result.output
         assert result.stderr.startswith("memctx: error: "), result.stderr
