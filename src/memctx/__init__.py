@@ -46,6 +46,7 @@ from memctx._exceptions import (
     UnknownAgentError,
     UnknownModelError,
     UnsupportedVersionError,
+    ViewConflictError,
     ViewOperationError,
     XmlError,
 )
@@ -134,6 +135,7 @@ __all__ = [
     "UnknownAgentError",
     "UnknownModelError",
     "UnsupportedVersionError",
+    "ViewConflictError",
     "ViewOperationError",
     "XmlError",
     "chunks",

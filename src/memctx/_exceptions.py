@@ -45,6 +45,7 @@ whose meaning it shares, so code that already catches ``ValueError``,
         ├── ThreadNotFoundError (LookupError)
         ├── ThreadExistsError (ValueError)
         ├── ChunkConflictError (ValueError)   another chunk already has that id
+        ├── ViewConflictError                 a view was computed from a state that changed since
         ├── StoreArgumentError                (drawn above, under ArgumentError)
         ├── ViewOperationError                (drawn above, under ArgumentError)
         └── SchemaVersionError                the database was written by a newer memctx
@@ -408,6 +409,18 @@ class ChunkConflictError(StoreError, ValueError):
         self.chunk_id = chunk_id
         msg = f"thread {thread_id!r} already holds a different chunk with id {chunk_id!r}"
         super().__init__(f"{msg}: {detail}" if detail else msg)
+
+
+class ViewConflictError(StoreError):
+    """The view given to ``apply_view(..., based_on=...)`` was computed from a state the
+    thread no longer starts with (another view operation changed it): nothing was written."""
+
+    def __init__(self, thread_id: str, detail: str) -> None:
+        self.thread_id = thread_id
+        super().__init__(
+            f"thread {thread_id!r} changed since the state the view was computed from "
+            f"({detail}); read the state again and compute the view again"
+        )
 
 
 class ViewOperationError(StoreError, ArgumentError):

@@ -23,7 +23,7 @@ from typing import Any
 from memctx._chunk import Chunk, ChunkMetadata, ChunkType, Role, new_chunk_id
 from memctx._exceptions import InvalidChunkError
 from memctx._render import media as _media
-from memctx._validators import MAX_KIND_LENGTH, is_bool, is_str, non_empty_str
+from memctx._validators import MAX_KIND_LENGTH, int_in_range, is_bool, is_str, non_empty_str
 
 __all__ = [
     "assistant",
@@ -611,6 +611,8 @@ def document(
             raise InvalidChunkError("pages", "is read from the data; give it only with url=")
         found = _media.inspect_document(data, media_type)
     else:
+        if pages is not None:
+            int_in_range(InvalidChunkError, 1).check(pages, "pages")
         found = _media.inspect_document_url(url, media_type, pages)
     if title is not None:
         _name(title, "title")

@@ -7,7 +7,14 @@ from typing import Any
 
 import pytest
 
-from memctx import ChunkConflictError, ThreadNotFoundError, ViewOperationError, chunks
+from memctx import (
+    ChunkConflictError,
+    MemoryState,
+    ThreadNotFoundError,
+    ViewConflictError,
+    ViewOperationError,
+    chunks,
+)
 from memctx._exceptions import StoreArgumentError
 from memctx.store import VIEW_CHANGED, MemoryStore
 
@@ -122,6 +129,15 @@ class TestApplyViewRefuses:
             ({"operation": "x", "events": [("", {})]}, StoreArgumentError, "event kind"),
             ({"operation": "x", "events": [("k", [1])]}, StoreArgumentError, "JSON object"),
             ({"operation": "x", "events": ["k"]}, StoreArgumentError, "pair"),
+            ({"operation": "x", "based_on": 5}, ViewOperationError, "based_on must be"),
+            ({"operation": "x", "based_on": "s"}, ViewOperationError, "based_on must be"),
+            ({"operation": "x", "based_on": ["s", ""]}, ViewOperationError, "based_on"),
+            ({"operation": "x", "based_on": ["s", 1]}, ViewOperationError, "based_on"),
+            (
+                {"operation": "x", "based_on": MemoryState(thread_id="other")},
+                ViewOperationError,
+                "state of thread 'other'",
+            ),
         ],
     )
     def test_bad_arguments_change_nothing(
@@ -152,3 +168,82 @@ class TestApplyViewRefuses:
     def test_a_missing_thread(self, store: MemoryStore) -> None:
         with pytest.raises(ThreadNotFoundError):
             store.apply_view("nope", [], operation="x")
+
+
+class TestApplyViewBasedOn:
+    """``based_on``: the view covers only the chunks of the state it was computed from."""
+
+    def test_chunks_appended_after_the_state_was_read_stay_visible(
+        self, store: MemoryStore, thread: str
+    ) -> None:
+        state = store.get_current_state(thread)
+        store.append(thread, chunks.user("meanwhile", id="late"))
+        summary = chunks.progress_summary("so far", original_count=3, id="sum")
+
+        store.apply_view(thread, [state[0], summary], operation="compact", based_on=state)
+
+        assert visible(store, thread) == ["s", "sum", "late"]
+
+    def test_the_state_s_chunk_ids_do_as_well(self, store: MemoryStore, thread: str) -> None:
+        state = store.get_current_state(thread)
+        store.append(thread, chunks.user("meanwhile", id="late"))
+
+        store.apply_view(thread, [state[3]], operation="keep-last", based_on=list(state.ids))
+
+        assert visible(store, thread) == ["u2", "late"]
+
+    def test_a_chunk_appended_since_and_given_in_the_view_is_shown_once(
+        self, store: MemoryStore, thread: str
+    ) -> None:
+        state = store.get_current_state(thread)
+        late = chunks.user("meanwhile", id="late")
+        store.append(thread, late)
+
+        store.apply_view(thread, [late, state[0]], operation="x", based_on=state)
+
+        assert visible(store, thread) == ["late", "s"]
+
+    def test_nothing_appended_since_is_the_view_as_given(
+        self, store: MemoryStore, thread: str
+    ) -> None:
+        state = store.get_current_state(thread)
+
+        store.apply_view(thread, [state[1]], operation="x", based_on=state)
+
+        assert visible(store, thread) == ["u1"]
+        assert store.events(thread)[-1].payload["visible_before"] == 4
+
+    @pytest.mark.parametrize(
+        "change",
+        [
+            lambda store, thread: store.truncate(thread, keep_last=2),
+            lambda store, thread: store.insert(thread, 0, chunks.user("first", id="f")),
+            lambda store, thread: store.apply_view(thread, [], operation="clear-all"),
+        ],
+        ids=["truncate", "insert", "apply_view"],
+    )
+    def test_a_view_another_operation_changed_since_is_a_conflict_that_writes_nothing(
+        self, db_rows: Rows, store: MemoryStore, thread: str, change: Any
+    ) -> None:
+        state = store.get_current_state(thread)
+        change(store, thread)
+        before = db_rows()
+
+        with pytest.raises(ViewConflictError, match="read the state again") as caught:
+            store.apply_view(
+                thread, [chunks.user("new", id="n")], operation="compact", based_on=state
+            )
+
+        assert caught.value.thread_id == thread
+        assert db_rows() == before
+
+    def test_a_view_that_still_starts_with_the_state_keeps_what_follows(
+        self, store: MemoryStore, thread: str
+    ) -> None:
+        store.truncate(thread, keep_first=2)
+        state = store.get_current_state(thread)
+        store.rollback(thread, batch=0)  # shows a1 and u2 again, after s and u1
+
+        store.apply_view(thread, [state[1]], operation="x", based_on=state)
+
+        assert visible(store, thread) == ["u1", "a1", "u2"]

@@ -91,3 +91,54 @@ def test_no_appended_chunk_is_hidden_by_a_concurrent_compaction_or_compression(
     assert sorted(hidden) == [], f"{len(hidden)} appended chunks are hidden"
     assert compactions, "no compaction ran"
     assert store.events(THREAD, kind=CONTEXT_COMPRESSED), "no compression ran"
+
+
+def _summarise_own_way(store: MemoryStore) -> None:
+    """A view of the caller's own, from a state read earlier: all but the first and the
+    last five chunks summarised, ``based_on`` the state read."""
+    state = store.get_current_state(THREAD)
+    if len(state) < 12:
+        return
+    covered = state[1:-5]
+    summary = chunks.progress_summary(f"{len(covered)} chunks", original_count=len(covered))
+    store.apply_view(  # no other view operation runs: a ViewConflictError fails the test
+        THREAD,
+        [state[0], summary, *state[-5:]],
+        operation="summarise",
+        events=[(CONTEXT_COMPACTED, {"covered_ids": list(covered.ids)})],
+        based_on=state,
+    )
+
+
+def _race_apply_view(store: MemoryStore, worker: int, finished: Synchronized[int]) -> None:
+    """Workers 0..3 append; worker 4 applies views of its own until they are done."""
+    if worker < APPENDERS:
+        try:
+            _append_all(store, worker)
+        finally:
+            with finished.get_lock():
+                finished.value += 1
+        return
+    while True:
+        last_round = finished.value == APPENDERS
+        _summarise_own_way(store)
+        if last_round:
+            return
+
+
+def test_no_appended_chunk_is_hidden_by_a_concurrent_apply_view_based_on_what_it_read(
+    store: MemoryStore, store_url: str, api: str
+) -> None:
+    store.create_thread(THREAD)
+    finished: Any = multiprocessing.get_context("fork").Value("i", 0)
+
+    run_writers(partial(_race_apply_view, finished=finished), api, store_url, APPENDERS + 1)
+
+    history = store.history(THREAD)
+    appended = {item.chunk.id for item in history if item.origin == "append"}
+    assert len(appended) == APPENDERS * (APPENDS + APPENDS // 5)
+    views = store.events(THREAD, kind=CONTEXT_COMPACTED)
+    covered = {chunk_id for event in views for chunk_id in event.payload["covered_ids"]}
+    hidden = appended - set(store.get_current_state(THREAD).ids) - covered
+    assert sorted(hidden) == [], f"{len(hidden)} appended chunks are hidden"
+    assert len(views) > 1, "no view was applied while the appends ran"

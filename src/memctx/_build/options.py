@@ -53,19 +53,19 @@ def _types(value: Iterable[ChunkType | str] | None) -> frozenset[ChunkType]:
     return frozenset(result)
 
 
-def _ids(value: Iterable[str] | None) -> tuple[str, ...] | None:
+def _ids(value: Iterable[str] | None, option: str = "include_only_chunk_ids") -> tuple[str, ...] | None:
     if value is None:
         return None
-    if isinstance(value, str):
-        raise BuildOptionError("chunk ids", "must be a list of ids, not one string")
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise BuildOptionError(option, f"must be a list of chunk ids, got {value!r}")
     ids = tuple(value)
     for item in ids:
-        _chunk_id.check(item, "chunk ids")
+        _chunk_id.check(item, f"{option}'s chunk ids")
     return ids
 
 
 def _pinned_ids(value: Iterable[str] | None) -> tuple[str, ...]:
-    return _ids(value) or ()
+    return _ids(value, "pinned_chunk_ids") or ()
 
 
 def _check_strategy(instance: object, attribute: attrs.Attribute[Any], value: object) -> None:

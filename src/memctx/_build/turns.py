@@ -22,6 +22,7 @@ import attrs
 
 from memctx._chunk import Role
 from memctx._chunk import ContextMessage
+from memctx._exceptions import AdapterError
 from memctx.typing import Tokenizer
 
 Provider: TypeAlias = Literal["openai", "anthropic", "gemini"]
@@ -91,10 +92,12 @@ def added_turns(
     that request is empty and the adapter refuses it.
     """
     if provider not in PROVIDERS:
-        raise ValueError(f"unknown provider {provider!r}; choose one of {', '.join(PROVIDERS)}")
+        raise AdapterError(f"unknown provider {provider!r}; choose one of {', '.join(PROVIDERS)}")
+    if not isinstance(prefill, bool):
+        raise AdapterError(f"prefill must be True or False, got {prefill!r}")
     for name, text in (("opening_turn", opening_turn), ("closing_turn", closing_turn)):
         if not is_turn_text(text):
-            raise ValueError(f"{name} must be a non-blank string, got {text!r}")
+            raise AdapterError(f"{name} must be a non-blank string, got {text!r}")
     body = [role for role in roles if role != "system"]
     if provider == "openai" or not body:
         return AddedTurns()

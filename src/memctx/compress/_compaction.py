@@ -367,6 +367,10 @@ class CompactionPolicy:
 
     def tokens(self, budget: int | None) -> tuple[int, int]:
         """``(trigger, keep_recent)`` in tokens for ``budget`` (needed for fractions)."""
+        if budget is not None and (
+            isinstance(budget, bool) or not isinstance(budget, int) or budget < 1
+        ):
+            raise CompactionError(f"budget must be a token count (an int >= 1), got {budget!r}")
         if budget is None and (
             isinstance(self.trigger, float) or isinstance(self.keep_recent, float)
         ):

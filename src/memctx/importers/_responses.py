@@ -14,7 +14,7 @@ from memctx._json import JSONTextError, NotJSONError, freeze_json, parse_json_te
 from memctx._state import MemoryState
 from memctx._validators import describe
 from memctx.importers._media import media_part
-from memctx.importers._report import ImportReport, first_user_pinned
+from memctx.importers._report import ImportReport, check_options, first_user_pinned
 
 _TEXT_PARTS = ("input_text", "output_text", "text", "summary_text")
 _MEDIA = ("input_image", "input_file")
@@ -47,6 +47,7 @@ def load_responses_items(
     (kind ``responses_<type>``) and listed in the report's ``unknown_blocks``.
     Accepts a list of items or an object with ``input`` (or ``output``).
     """
+    check_options(pin_task)
     if isinstance(items, Mapping):
         items = items.get("input", items.get("output"))
     if not isinstance(items, Sequence) or isinstance(items, str | bytes):

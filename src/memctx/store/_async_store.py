@@ -30,7 +30,15 @@ from memctx._progress import Progress
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
 from memctx.compress._compaction import CompactionPolicy, CompactionReport
-from memctx.store import _build, _paged, _search, _snapshot, _thread_ops, _view_ops
+from memctx.store import (
+    _build,
+    _paged,
+    _search,
+    _snapshot,
+    _thread_ops,
+    _view_apply,
+    _view_ops,
+)
 from memctx.store._context_ops import compact_thread_async, compress_thread_async, step_thread_async
 from memctx.store._engine import (
     create_async_store_engine,
@@ -294,10 +302,11 @@ class AsyncMemoryStore:
         operation: str,
         params: Mapping[str, Any] | None = None,
         events: Sequence[tuple[str, Mapping[str, Any]]] = (),
+        based_on: MemoryState | Sequence[str] | None = None,
     ) -> int:
         """See :meth:`MemoryStore.apply_view`."""
         return await self._run(
-            True, _view_ops.apply_view, thread_id, chunks, operation, params, events
+            True, _view_apply.apply_view, thread_id, chunks, operation, params, events, based_on
         )
 
     async def compress(
@@ -402,7 +411,7 @@ class AsyncMemoryStore:
         compress_to_fit = options.pop("compress_to_fit", None)
         parsed = parse_build_options(max_tokens, options)
         if compressors is not None or compress_to_fit is not None:
-            state, seen = await self._run(False, _view_ops.read_view, thread_id)
+            state, seen = await self._run(False, _view_apply.read_view, thread_id)
             compressed, events = _build.compressed_built(
                 builder, state, seen.batch, parsed, compressors, compress_to_fit
             )

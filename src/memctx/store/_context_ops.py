@@ -8,8 +8,8 @@ chunks join it, and ``rollback`` to the previous batch restores the view.
 Nothing is written when nothing changed.
 
 The new view is computed outside the write transaction (a summarizer may
-call a model for seconds) from what :func:`~._view_ops.read_view` read, and
-written by :func:`~._view_ops.apply_seen_view`, which keeps visible after the
+call a model for seconds) from what :func:`~._view_apply.read_view` read, and
+written by :func:`~._view_apply.apply_seen_view`, which keeps visible after the
 view every chunk appended since that read: an operation covers only the
 chunks it saw, so an append is never hidden. When another view operation
 started a batch meanwhile, the view is computed again; after
@@ -29,13 +29,13 @@ from sqlmodel import Session
 from memctx._build.builder import ContextBuilder
 from memctx._build.compress_report import CompressionReport, compressor_params
 from memctx._chunk import Chunk
-from memctx._exceptions import CompactionError, CompressionError, StoreError
+from memctx._exceptions import CompactionError, CompressionError, PolicyError, StoreError
 from memctx._state import MemoryState
 from memctx.compress import compress
 from memctx.compress._compaction import CompactionPolicy, CompactionReport, compact
-from memctx.store import _view_ops
+from memctx.store import _view_apply
 from memctx.store._records import ThreadInfo
-from memctx.store._view_ops import Seen, apply_seen_view, read_view
+from memctx.store._view_apply import Seen, apply_seen_view, read_view
 from memctx.typing import Compressor, Summarizer, Tokenizer
 
 if TYPE_CHECKING:
@@ -244,9 +244,9 @@ def _version(info: ThreadInfo) -> tuple[int, int]:
     return info.chunk_count, info.batch_count
 
 
-def _step_views(step: PolicyStep) -> list[_view_ops.View]:
+def _step_views(step: PolicyStep) -> list[_view_apply.View]:
     """One view per change of ``step``: its chunks, operation, params and event."""
-    views: list[_view_ops.View] = []
+    views: list[_view_apply.View] = []
     for report, state in step.stages:
         detail = report.detail
         params: dict[str, Any] = {"policy": report.kind, "reason": report.reason}
@@ -268,17 +268,26 @@ def _conflict(thread_id: str) -> StoreError:
     )
 
 
+def _check_policy(policy: object, method: str) -> None:
+    """Refuse anything but a :class:`~memctx.policy.ContextPolicy` before reading the thread."""
+    if not callable(getattr(policy, method, None)) or not hasattr(policy, "profile"):
+        raise PolicyError(
+            "policy", f"expected a ContextPolicy, got {type(policy).__name__} {policy!r:.80}"
+        )
+
+
 def step_thread(
     store: Any, thread_id: str, policy: ContextPolicy, options: Mapping[str, Any]
 ) -> PolicyStep:
     """Run ``policy`` on the visible chunks of ``thread_id``; write each change as a batch."""
+    _check_policy(policy, "step")
     for _ in range(ATTEMPTS):
         state = store.get_current_state(thread_id)
         step = policy.step(state, **options)
         views = _step_views(step)
         if not views:
             return step
-        written = store._run(True, _view_ops.apply_views_on, thread_id, state.ids, views)
+        written = store._run(True, _view_apply.apply_views_on, thread_id, state.ids, views)
         if written is not None:
             return step
     raise _conflict(thread_id)
@@ -288,13 +297,14 @@ async def step_thread_async(
     store: Any, thread_id: str, policy: ContextPolicy, options: Mapping[str, Any]
 ) -> PolicyStep:
     """:func:`step_thread` for an :class:`AsyncMemoryStore` (the policy's ``astep``)."""
+    _check_policy(policy, "astep")
     for _ in range(ATTEMPTS):
         state = await store.get_current_state(thread_id)
         step = await policy.astep(state, **options)
         views = _step_views(step)
         if not views:
             return step
-        written = await store._run(True, _view_ops.apply_views_on, thread_id, state.ids, views)
+        written = await store._run(True, _view_apply.apply_views_on, thread_id, state.ids, views)
         if written is not None:
             return step
     raise _conflict(thread_id)

@@ -28,7 +28,15 @@ from memctx._progress import Progress
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
 from memctx.compress._compaction import CompactionPolicy, CompactionReport
-from memctx.store import _build, _paged, _search, _snapshot, _thread_ops, _view_ops
+from memctx.store import (
+    _build,
+    _paged,
+    _search,
+    _snapshot,
+    _thread_ops,
+    _view_apply,
+    _view_ops,
+)
 from memctx.store._context_ops import compact_thread, compress_thread, step_thread
 from memctx.store._engine import (
     create_store_engine,
@@ -247,6 +255,13 @@ class MemoryStore:
         state kept in the metadata without gaps or lost updates. An
         exception from ``make`` propagates and nothing is written. Returns
         how many chunks were new.
+
+        ``make`` is called once: the lock is taken before it is called, so the
+        transaction is never run again after it returned. Only a ``make`` that
+        itself meets a busy SQLite database (it uses the database through a
+        connection of its own, which this transaction's lock blocks) is
+        called again, with the thread as it is then, when the transaction is
+        run again.
         """
         return self._run(True, _thread_ops.append_with, thread_id, make)
 
@@ -371,6 +386,7 @@ class MemoryStore:
         operation: str,
         params: Mapping[str, Any] | None = None,
         events: Sequence[tuple[str, Mapping[str, Any]]] = (),
+        based_on: MemoryState | Sequence[str] | None = None,
     ) -> int:
         """Make ``chunks`` the visible list, in that order, as one new batch; return it.
 
@@ -382,8 +398,20 @@ class MemoryStore:
         and ``events`` (``(kind, payload)`` pairs) are recorded with it,
         all in one transaction. Chunks appended later are visible after the
         view; :meth:`rollback` returns to the previous batch.
+
+        ``based_on`` is the state the view was computed from (the
+        :meth:`get_current_state` you read, or its chunk ids): the view then
+        covers only those chunks, and the chunks visible after them, appended
+        since you read, stay visible after the view. When the thread's
+        visible chunks no longer start with them (another view operation
+        changed it), nothing is written and :class:`~memctx.ViewConflictError`
+        is raised: read the state and compute the view again. Without
+        ``based_on`` the view replaces whatever is visible when it is
+        written, chunks appended after your read included.
         """
-        return self._run(True, _view_ops.apply_view, thread_id, chunks, operation, params, events)
+        return self._run(
+            True, _view_apply.apply_view, thread_id, chunks, operation, params, events, based_on
+        )
 
     def rollback(self, thread_id: str, batch: int) -> int:
         """Show again what ``batch`` showed, plus the chunks appended since; return the new batch.
@@ -519,7 +547,7 @@ class MemoryStore:
         compress_to_fit = options.pop("compress_to_fit", None)
         parsed = parse_build_options(max_tokens, options)
         if compressors is not None or compress_to_fit is not None:
-            state, seen = self._run(False, _view_ops.read_view, thread_id)
+            state, seen = self._run(False, _view_apply.read_view, thread_id)
             result, events = _build.compressed_built(
                 builder, state, seen.batch, parsed, compressors, compress_to_fit
             )

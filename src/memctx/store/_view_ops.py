@@ -15,21 +15,18 @@ arguments before it writes; :class:`~memctx.store.MemoryStore` and
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import attrs
 from sqlalchemy import Row
 from sqlmodel import Session
 
 from memctx._build.builder import ContextBuilder
 from memctx._chunk import Chunk, ChunkType, Role
-from memctx._exceptions import StoreArgumentError, ViewOperationError
-from memctx._state import MemoryState
-from memctx._validators import describe, int_in_range, is_bool, message_error, non_empty_str
+from memctx._exceptions import ViewOperationError
+from memctx._validators import describe, int_in_range, is_bool, message_error
 from memctx.store import _views
 from memctx.store._queries import (
-    check_payload,
     check_thread_id,
     chunk_not_found,
     get_batch,
@@ -42,7 +39,6 @@ from memctx.store._queries import (
 )
 from memctx.store._records import VIEW_CHANGED
 from memctx.store._row_reads import (
-    appended_seqs,
     rows_by_chunk_id,
     visible_rows,
     visible_seqs,
@@ -139,128 +135,6 @@ def filter_view(
     )
 
 
-def apply_view(
-    session: Session,
-    thread_id: str,
-    chunks: Sequence[Chunk],
-    operation: str,
-    params: Mapping[str, Any] | None,
-    events: Iterable[tuple[str, Mapping[str, Any]]],
-) -> int:
-    """Make ``chunks`` the visible list as one new batch; record ``events`` with it."""
-    number = _apply(session, thread_id, chunks, operation, params, events, None)
-    assert number is not None
-    return number
-
-
-@attrs.frozen
-class Seen:
-    """What a view was computed from: the thread's newest batch then, and the newest
-    sequence number the computation read."""
-
-    batch: int
-    seq: int
-
-
-def read_view(session: Session, thread_id: str, *, lock: bool = False) -> tuple[MemoryState, Seen]:
-    """The visible chunks and what they were read at (:func:`apply_seen_view` checks it)."""
-    check_thread_id(thread_id)
-    thread = get_thread(session, thread_id, lock=lock)
-    rows = visible_rows(session, get_batch(session, thread_id, thread.batch))
-    seen = Seen(thread.last_batch, max([thread.last_seq, *(row.seq for row in rows)]))
-    return MemoryState([row_to_chunk(r) for r in rows], thread_id=thread_id), seen
-
-
-def apply_seen_view(
-    session: Session,
-    thread_id: str,
-    chunks: Sequence[Chunk],
-    operation: str,
-    params: Mapping[str, Any] | None,
-    events: Iterable[tuple[str, Mapping[str, Any]]],
-    seen: Seen,
-) -> int | None:
-    """:func:`apply_view` for a view computed from what :func:`read_view` returned.
-
-    The chunks appended since ``seen`` were not seen, so they stay visible
-    after the view. When another view operation started a batch since, the
-    view would undo it: nothing is written and ``None`` is returned (compute
-    again).
-    """
-    return _apply(session, thread_id, chunks, operation, params, events, seen)
-
-
-def _apply(
-    session: Session,
-    thread_id: str,
-    chunks: Sequence[Chunk],
-    operation: str,
-    params: Mapping[str, Any] | None,
-    events: Iterable[tuple[str, Mapping[str, Any]]],
-    seen: Seen | None,
-) -> int | None:
-    check_thread_id(thread_id)
-    non_empty_str(_error, blank_ok=False).check(operation, "operation")
-    if isinstance(chunks, str | bytes) or not isinstance(chunks, Sequence):
-        raise ViewOperationError(f"chunks must be a sequence of chunks, got {describe(chunks)}")
-    params = {} if params is None else params
-    check_payload(operation, params, "params (the view's parameters)")
-    checked = _check_events(events)
-    thread = get_thread(session, thread_id, lock=True)
-    if seen is not None and thread.last_batch != seen.batch:
-        return None
-    previous = thread.batch
-    before = len(visible_seqs(session, get_batch(session, thread_id, previous)))
-    unseen = []
-    if seen is not None and thread.last_seq > seen.seq:
-        unseen = appended_seqs(session, thread_id, seen.seq)
-    _, view = _place(session, thread, chunks, "view")
-    shown = set(view)
-    view += [s for s in unseen if s not in shown]
-    number = _new_view(session, thread, operation, params, view, previous, before)
-    for kind, payload in checked:
-        record_event(session, thread_id, kind, payload)
-    return number
-
-
-View = tuple[Sequence[Chunk], str, Mapping[str, Any], Sequence[tuple[str, Mapping[str, Any]]]]
-"""One view to write: its chunks, operation, params and events."""
-
-
-def apply_views_on(
-    session: Session, thread_id: str, based_on: Sequence[str], views: Sequence[View]
-) -> tuple[int, ...] | None:
-    """Write ``views`` in order, each a batch, if the visible chunks still start with
-    ``based_on`` (the ids the views were computed from); return their batch numbers.
-
-    Chunks appended since (visible after ``based_on``) are kept visible after each
-    view, all in this one transaction, so no append is ever hidden. ``None`` (and
-    nothing written) when the view changed otherwise: compute again.
-    """
-    check_thread_id(thread_id)
-    checked = [
-        (chunks, operation, params, _check_events(events))
-        for chunks, operation, params, events in views
-    ]
-    thread = get_thread(session, thread_id, lock=True)
-    previous = thread.batch
-    rows = visible_rows(session, get_batch(session, thread_id, previous))
-    if [row.chunk_id for row in rows[: len(based_on)]] != list(based_on):
-        return None
-    appended = [row_to_chunk(row) for row in rows[len(based_on) :]]
-    before = len(rows)
-    numbers = []
-    for chunks, operation, params, events in checked:
-        check_payload(operation, params, "params (the view's parameters)")
-        _, view = _place(session, thread, [*chunks, *appended], "view")
-        previous = _new_view(session, thread, operation, params, view, previous, before)
-        for kind, payload in events:
-            record_event(session, thread_id, kind, payload)
-        before = len(view)
-        numbers.append(previous)
-    return tuple(numbers)
-
-
 def rollback(session: Session, thread_id: str, target: object) -> int:
     """Start a batch that shows what batch ``target`` shows; return its number."""
     check_thread_id(thread_id)
@@ -275,7 +149,7 @@ def rollback(session: Session, thread_id: str, target: object) -> int:
     before = len(visible_seqs(session, get_batch(session, thread_id, previous)))
     target_row = get_batch(session, thread_id, target)
     view = None if target_row.view is None else visible_seqs(session, target_row)
-    return _new_view(session, thread, "rollback", {"batch": target}, view, previous, before)
+    return new_view(session, thread, "rollback", {"batch": target}, view, previous, before)
 
 
 def _change(
@@ -311,7 +185,7 @@ def _change(
         )
     seqs: list[int] = []
     if new_chunks:
-        existing, seqs = _place(session, thread, new_chunks, origin)
+        existing, seqs = place_chunks(session, thread, new_chunks, origin)
         shown = {seq for seq, _ in visible}
         for row in existing.values():
             if row.seq in shown:
@@ -319,10 +193,10 @@ def _change(
                     f"chunk {row.chunk_id!r} is visible already; a chunk is shown only once"
                 )
     view = compute(visible, seqs)
-    return _new_view(session, thread, operation, params, view, previous, len(visible))
+    return new_view(session, thread, operation, params, view, previous, len(visible))
 
 
-def _place(
+def place_chunks(
     session: Session, thread: ThreadRow, chunks: Sequence[Chunk], origin: str
 ) -> tuple[dict[str, Row[Any]], list[int]]:
     """Store the chunks not stored yet; return the stored ones and every chunk's sequence number.
@@ -340,7 +214,7 @@ def _place(
     return existing, [existing[cid].seq if cid in existing else next(added) for cid in prepared]
 
 
-def _new_view(
+def new_view(
     session: Session,
     thread: ThreadRow,
     operation: str,
@@ -366,19 +240,3 @@ def _new_view(
         },
     )
     return batch.number
-
-
-def _check_events(events: object) -> list[tuple[str, Mapping[str, Any]]]:
-    """Events to record: ``(kind, payload)`` pairs, each checked by :func:`check_payload`."""
-    if isinstance(events, str | bytes | Mapping) or not isinstance(events, Iterable):
-        raise StoreArgumentError(f"events must be (kind, payload) pairs, got {describe(events)}")
-    checked: list[tuple[str, Mapping[str, Any]]] = []
-    for event in events:
-        if not isinstance(event, tuple | list) or len(event) != 2:
-            raise StoreArgumentError(
-                f"an event must be a (kind, payload) pair, got {describe(event)}"
-            )
-        kind, payload = event
-        check_payload(kind, payload)
-        checked.append((kind, payload))
-    return checked
