@@ -308,6 +308,23 @@ class TestMediaCosts:
         assert not result.token_count_exact
 
 
+def _cookbook_count(request: list[dict[str, Any]]) -> int:
+    """A chat-completions request counted by the cookbook's rule applied to every string it
+    holds: each message's content, a ``tool`` message's call id, each call's id, type, name
+    and arguments."""
+    total = GPT4O.count_messages([])
+    for message in request:
+        total += GPT4O.count_messages([{"role": message["role"], "content": ""}])
+        total -= GPT4O.count_messages([])
+        total += GPT4O.count(message.get("content") or "")
+        total += GPT4O.count(message.get("tool_call_id", ""))
+        for call in message.get("tool_calls", ()):
+            function = call["function"]
+            for text in (call["id"], call["type"], function["name"], function["arguments"]):
+                total += GPT4O.count(text)
+    return total
+
+
 class TestNativeCounts:
     def test_an_openai_build_counts_the_native_request(self) -> None:
         result = build(
@@ -323,6 +340,21 @@ class TestNativeCounts:
         assert text.token_count_exact
         assert text.token_count == GPT4O.count_messages(text.to_openai(tools="text"))
         assert result.token_count < text.token_count  # no XML around the call and result
+
+    def test_the_calls_of_an_assistant_turn_with_text_are_counted(self) -> None:
+        arguments = {"cmd": "cat " + "src/module.py " * 40}
+        result = build(
+            chunks.user("go", id="u"),
+            chunks.assistant("Reading the files first.", id="a"),
+            chunks.tool_call("sh", arguments, call_id="c1", id="c"),
+            chunks.tool_result("sh", "a b", call_id="c1", id="r"),
+            provider="openai",
+        )
+        sent = result.to_openai()
+
+        assert isinstance(sent[1]["content"], str)
+        assert sent[1]["tool_calls"]
+        assert result.token_count == _cookbook_count(sent)
 
     def test_a_native_request_without_calls_is_counted_exactly(self, png: bytes) -> None:
         result = build(chunks.user("look", id="u"), chunks.image(png, id="i"), provider="openai")
