@@ -38,7 +38,7 @@ class TestRender:
         for chunk in state:
             assert f"] {chunk.id}\n" in result.output
         assert "[system] sys_rules" in result.output
-        assert '<tool_call id="read_call" action="tool_call" tool="read_file"' in result.output
+        assert '<tool_call id="read_call" tool="read_file"' in result.output
 
 
 class TestBuild:

@@ -212,7 +212,7 @@ class TestCustomRendererOverridesBuiltin:
 
         system, user = result.messages
         assert system.content.startswith('<rules id="s1">\nBE BRIEF\n</rules>')
-        assert user.content.startswith('<user_message id="u1" role="user">')
+        assert user.content.startswith('<user_message id="u1">')
 
     def test_after_a_first_build_with_the_builtin(self) -> None:
         """Renderings are memoised per chunk; registering must not serve the stale one."""

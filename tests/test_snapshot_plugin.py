@@ -140,7 +140,7 @@ class TestFiles:
         text = (project.path / "snapshots/tests/test_b/test_chunk.xml").read_text()
         assert text == (
             "<!-- role: assistant -->\n"
-            '<tool_call id="chunk_1" action="tool_call" tool="read_file" call_id="call_1"'
+            '<tool_call id="chunk_1" tool="read_file" call_id="call_1"'
             ' status="pending">\n'
             '{"path": "a.py"}\n'
             "</tool_call>\n"
@@ -152,10 +152,10 @@ class TestFiles:
         assert "  included  chunk_1  " in text
         assert text.endswith(
             "=== user (chunk_1) ===\n"
-            '<user_message id="chunk_1" role="user">\nFix the bug.\n</user_message>\n'
+            '<user_message id="chunk_1">\nFix the bug.\n</user_message>\n'
             "\n"
             "=== assistant (chunk_2) ===\n"
-            '<assistant_response id="chunk_2" role="assistant">\nDone.\n</assistant_response>\n'
+            '<assistant_response id="chunk_2">\nDone.\n</assistant_response>\n'
         )
 
     def test_unchanged_run_passes(self, project: pytest.Pytester) -> None:
@@ -350,8 +350,7 @@ class TestFixture:
 
         assert snapshot_files(pytester.path) == {
             "snapshots/tests/test_plain/test_plain.xml": (
-                b'<!-- role: user -->\n<user_message id="chunk_1" role="user">\nhi\n'
-                b"</user_message>\n"
+                b'<!-- role: user -->\n<user_message id="chunk_1">\nhi\n</user_message>\n'
             )
         }
 

@@ -80,7 +80,6 @@ class TestBuildForAgent:
         assert tag == "user_message"
         assert attributes == {
             "id": "msg-1",
-            "role": "user",
             "from": "Lena",
             "from_type": "human",
             "to": "coder",
@@ -214,8 +213,17 @@ class TestTeamMessageRenderer:
 
         assert create_builder(renderers=[TeamMessageRenderer()]).render(chunk) == (
             "assistant",
-            '<assistant_response id="msg-2" role="assistant" from="Coder" from_type="ai" '
+            '<assistant_response id="msg-2" from="Coder" from_type="ai" '
             'to="lena">\ndone\n</assistant_response>',
+        )
+
+    def test_the_seed_attribute_mode_writes_the_role_too(self) -> None:
+        attribution = {"team_message": {"from": "Coder", "from_type": "ai", "to": "lena"}}
+        chunk = chunks.assistant("done", id="msg-2", custom=attribution)
+        builder = create_builder(renderers=[TeamMessageRenderer()], attributes="seed")
+
+        assert builder.render(chunk)[1].startswith(
+            '<assistant_response id="msg-2" role="assistant" from="Coder"'
         )
 
 
