@@ -208,7 +208,7 @@ class TestTheRunner:
         good = fresh_directory / "good.md"
         good.write_text(
             state + "```console\n$ memctx render s.json\n[user] u\n"
-            '<user_message id="u" role="user">\nhi\n</user_message>\n```\n'
+            '<user_message id="u">\nhi\n</user_message>\n```\n'
         )
         wrong = fresh_directory / "wrong.md"
         wrong.write_text(state + "```console\n$ memctx render s.json\n[user] u\n```\n")
