@@ -54,8 +54,7 @@ from typing import Final
 from lxml import etree
 
 from memctx._exceptions import XmlError
-from memctx._validators import XML_FORBIDDEN
-from memctx._xml_modes import (
+from memctx._render.xml_modes import (
     ATTRIBUTE_MODES,
     CONTENT_MODE,
     CONTENT_MODES,
@@ -68,6 +67,7 @@ from memctx._xml_modes import (
     content_mode,
     lean_attributes,
 )
+from memctx._validators import XML_FORBIDDEN
 
 __all__ = [
     "ATTRIBUTE_MODES",

@@ -36,7 +36,7 @@ from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
 from memctx._units import UnitsIndex
 from memctx.typing import ChunkRenderer, Compressor, Tokenizer
-from memctx._xml_modes import (
+from memctx._render.xml_modes import (
     DEFAULT_ATTRIBUTE_MODE,
     DEFAULT_CONTENT_MODE,
     XmlAttributeMode,
