@@ -324,6 +324,31 @@ class TestNativeCounts:
         assert text.token_count == GPT4O.count_messages(text.to_openai(tools="text"))
         assert result.token_count < text.token_count  # no XML around the call and result
 
+    def test_the_calls_of_an_assistant_turn_with_text_are_counted(self) -> None:
+        arguments = {"cmd": "cat " + "src/module.py " * 40}
+        result = build(
+            chunks.user("go", id="u"),
+            chunks.assistant("Reading the files first.", id="a"),
+            chunks.tool_call("sh", arguments, call_id="c1", id="c"),
+            chunks.tool_result("sh", "a b", call_id="c1", id="r"),
+            provider="openai",
+        )
+        sent = result.to_openai()
+
+        without = build(
+            chunks.user("go", id="u"),
+            chunks.assistant("Reading the files first.", id="a"),
+            provider="openai",
+        )
+        call = sent[1]["tool_calls"][0]["function"]
+
+        assert isinstance(sent[1]["content"], str)
+        assert sent[1]["tool_calls"]
+        # The call's name and arguments are in the count, with the tool message after it.
+        assert result.token_count >= without.token_count + GPT4O.count(
+            call["name"] + call["arguments"]
+        ) + GPT4O.count("a b")
+
     def test_a_native_request_without_calls_is_counted_exactly(self, png: bytes) -> None:
         result = build(chunks.user("look", id="u"), chunks.image(png, id="i"), provider="openai")
         sent = result.to_openai()

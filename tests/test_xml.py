@@ -16,11 +16,14 @@ import memctx
 from memctx import Chunk, MemoryState, RendererRegistry, chunks
 from memctx._build.builder import counts_of
 from memctx.xml import (
+    ATTRIBUTE_MODES,
     CONTENT_MODES,
+    DEFAULT_ATTRIBUTE_MODE,
     DEFAULT_CONTENT_MODE,
     FORBIDDEN_XML_CHARS,
     REPLACEMENT_CHARACTER,
     XmlContentMode,
+    attribute_mode,
     content_mode,
     count_forbidden,
     parse_element,
@@ -374,6 +377,107 @@ class TestBuilderContentMode:
     def test_unknown_mode_is_a_build_option_error(self) -> None:
         with pytest.raises(memctx.BuildOptionError, match="content: unknown content mode"):
             memctx.create_builder(content="raw")  # type: ignore[arg-type]
+
+
+class TestAttributeModes:
+    """``"seed"`` (a builder's default) writes the reference XML; ``"lean"`` leaves out what
+    the tag or message says."""
+
+    LEAN = memctx.create_builder(attributes="lean")
+    SEED = memctx.create_builder(attributes="seed")
+
+    def test_the_seed_mode_writes_the_reference_xml(self) -> None:
+        call = chunks.tool_call("read_file", {"path": "/src/main.ts"}, call_id="call_123", id="c1")
+
+        assert self.SEED.render(call)[1] == (
+            '<tool_call id="c1" action="tool_call" tool="read_file" call_id="call_123" '
+            'status="pending">\n{"path": "/src/main.ts"}\n</tool_call>'
+        )
+        assert self.LEAN.render(call)[1].startswith(
+            '<tool_call id="c1" tool="read_file" call_id="call_123" status="pending">'
+        )
+
+    @pytest.mark.parametrize(
+        ("chunk", "said"),
+        [
+            (chunks.user("hi"), ("role",)),
+            (chunks.assistant("ok"), ("role",)),
+            (chunks.clarification("which?"), ("role", "action")),
+            (chunks.tool_call("sh", {}, call_id="c"), ("action",)),
+            (chunks.skill_call("review", {}, call_id="c"), ("action",)),
+            (chunks.todo_update([]), ("action",)),
+            (chunks.thinking("hm"), ("subtype",)),
+            (chunks.user_intervention("stop"), ("subtype",)),
+        ],
+    )
+    def test_lean_leaves_out_only_what_the_tag_or_message_says(
+        self, chunk: Chunk, said: tuple[str, ...]
+    ) -> None:
+        _, seed = self.SEED.render(chunk)
+        _, lean = self.LEAN.render(chunk)
+        seed_tag, seed_attributes, seed_content = parse_element(seed)
+
+        assert parse_element(lean) == (
+            seed_tag,
+            {k: v for k, v in seed_attributes.items() if k not in said},
+            seed_content,
+        )
+        assert set(said) <= set(seed_attributes)
+
+    @PROPERTY
+    @given(chunk=any_chunks)
+    def test_lean_keeps_the_tag_content_role_and_every_other_attribute(self, chunk: Chunk) -> None:
+        role, seed = self.SEED.render(chunk)
+        lean_role, lean = self.LEAN.render(chunk)
+        tag, attributes, content = parse_element(seed)
+        lean_tag, lean_attributes, lean_content = parse_element(lean)
+
+        assert (lean_role, lean_tag, lean_content) == (role, tag, content)
+        assert lean_attributes.items() <= attributes.items()
+        left_out = attributes.keys() - lean_attributes.keys()
+        assert left_out <= {"role", "action", "subtype"}
+        assert attributes.get("role", role) == role or "role" in lean_attributes
+
+    def test_a_declared_role_other_than_the_messages_is_kept(self) -> None:
+        class Notes(memctx.DeclaredRenderer):
+            chunk_type = memctx.ChunkType.CUSTOM
+            key_fields = ("subtype",)
+            elements = {"note": memctx.Element("note", "user", ("id", "role", "subtype"))}  # noqa: RUF012
+
+        builder = memctx.create_builder(renderers=[Notes()], attributes="lean")
+        note = chunks.custom("note", "text", "assistant", id="n")
+
+        assert builder.render(note) == ("user", '<note id="n" role="assistant">\ntext\n</note>')
+
+    def test_outside_a_builder_renderers_write_the_seed_attributes(self) -> None:
+        renderer = RendererRegistry()
+        user = chunks.user("hi", id="u")
+
+        with attribute_mode("lean"):
+            inside = renderer.render(user)[1]
+
+        assert inside == '<user_message id="u">\nhi\n</user_message>'
+        assert renderer.render(user)[1] == '<user_message id="u" role="user">\nhi\n</user_message>'
+
+    def test_two_modes_never_share_a_memoised_rendering_or_count(self) -> None:
+        lean, seed = memctx.create_builder(attributes="lean"), memctx.create_builder()
+        state = MemoryState([chunks.user("hi", id="u")])
+        tokenizer = memctx.create_tokenizer("gpt-4o")
+
+        assert lean.build(state, tokenizer=tokenizer).token_count < (
+            seed.build(state, tokenizer=tokenizer).token_count
+        )
+        assert counts_of(lean).renderer_fingerprint != counts_of(seed).renderer_fingerprint
+
+    def test_unknown_mode_is_a_build_option_error(self) -> None:
+        with pytest.raises(memctx.BuildOptionError, match="attributes: unknown attribute mode"):
+            memctx.create_builder(attributes="short")  # type: ignore[arg-type]
+
+    def test_the_default_mode_writes_the_reference_xml(self) -> None:
+        assert ATTRIBUTE_MODES == ("lean", "seed")
+        assert DEFAULT_ATTRIBUTE_MODE == "seed"
+        call = chunks.tool_call("read_file", {}, call_id="c", id="c1")
+        assert memctx.create_builder().render(call) == self.SEED.render(call)
 
 
 class TestParseElement:

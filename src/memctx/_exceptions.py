@@ -172,7 +172,7 @@ class TranscriptError(MemctxError, ValueError):
 
 class XmlError(MemctxError, ValueError):
     """:mod:`memctx.xml` was given a tag or attribute name XML does not allow, an unknown
-    content mode, or text that is not one well-formed element."""
+    content or attribute mode, or text that is not one well-formed element."""
 
 
 class ItemNotJSONError(TranscriptError, TypeError):

@@ -33,29 +33,55 @@ section or the tag. Choose the mode per builder (``create_builder(content=
 under :func:`content_mode`, which :func:`render_element` reads, so renderers
 need no change. Called outside any builder or :func:`content_mode` block,
 :func:`render_element` escapes (as before CDATA existed).
+
+**Attribute modes.** ``"seed"`` (a builder's default, :data:`DEFAULT_ATTRIBUTE_MODE`)
+writes every attribute of the reference XML. ``"lean"`` leaves out the attributes that the tag or the message already say: a ``role``
+equal to the message's role, and an ``action`` or ``subtype`` that the tag
+stands for (``<tool_call>`` is always ``action="tool_call"``, ``<thinking>``
+always ``subtype="THINKING"``). Choose it per builder (``create_builder(attributes="lean")``);
+renderers read it with :func:`lean_attributes` (the built-in ones and every
+:class:`~memctx.DeclaredRenderer` do). Outside a builder or
+:func:`attribute_mode` block it is ``"seed"``.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
-from contextvars import ContextVar, Token
-from typing import Final, Literal, TypeAlias
+from typing import Final
 
 from lxml import etree
 
 from memctx._exceptions import XmlError
+from memctx._render.xml_modes import (
+    ATTRIBUTE_MODES,
+    CONTENT_MODE,
+    CONTENT_MODES,
+    DEFAULT_ATTRIBUTE_MODE,
+    DEFAULT_CONTENT_MODE,
+    XmlAttributeMode,
+    XmlContentMode,
+    attribute_mode,
+    check_content_mode,
+    content_mode,
+    lean_attributes,
+)
 from memctx._validators import XML_FORBIDDEN
 
 __all__ = [
+    "ATTRIBUTE_MODES",
     "CONTENT_MODES",
+    "DEFAULT_ATTRIBUTE_MODE",
     "DEFAULT_CONTENT_MODE",
     "FORBIDDEN_XML_CHARS",
     "REPLACEMENT_CHARACTER",
     "SafeXml",
+    "XmlAttributeMode",
     "XmlContentMode",
+    "attribute_mode",
     "content_mode",
     "count_forbidden",
+    "lean_attributes",
     "parse_element",
     "render_element",
     "render_element_prefix",
@@ -69,12 +95,6 @@ REPLACEMENT_CHARACTER: Final = "\ufffd"
 
 AttributeValue = str | int | bool | None
 
-XmlContentMode: TypeAlias = Literal["escape", "cdata"]
-CONTENT_MODES: Final[tuple[str, ...]] = ("escape", "cdata")
-DEFAULT_CONTENT_MODE: Final[XmlContentMode] = "cdata"
-"""A builder's mode unless told otherwise; chosen from measurements on three real agent
-runs (see docs/chunks-and-xml.md, "The XML")."""
-_MODE: ContextVar[str] = ContextVar("memctx_xml_content_mode", default="escape")
 _ALLOWED_ASCII: Final = bytes([0x09, 0x0A, 0x0D, *range(0x20, 0x80)])
 
 
@@ -90,29 +110,6 @@ def _has_forbidden(text: str) -> bool:
 def _has_markup(text: str) -> bool:
     """Whether ``text`` holds ``<``, ``>`` or ``&``."""
     return "<" in text or ">" in text or "&" in text
-
-
-def check_content_mode(mode: object) -> XmlContentMode:
-    """Return ``mode`` if it is a content mode; ``ValueError`` naming the modes otherwise."""
-    if mode not in CONTENT_MODES:
-        raise XmlError(f"unknown content mode {mode!r}; choose one of {', '.join(CONTENT_MODES)}")
-    return mode  # type: ignore[return-value]
-
-
-class content_mode:  # noqa: N801 -- used as a function: ``with content_mode("cdata"):``
-    """Within the block, :func:`render_element` writes content in ``mode`` (this context only)."""
-
-    __slots__ = ("_mode", "_tokens")
-
-    def __init__(self, mode: XmlContentMode) -> None:
-        self._mode = check_content_mode(mode)
-        self._tokens: list[Token[str]] = []
-
-    def __enter__(self) -> None:
-        self._tokens.append(_MODE.set(self._mode))
-
-    def __exit__(self, *exc_info: object) -> None:
-        _MODE.reset(self._tokens.pop())
 
 
 def _cdata_piece(piece: str) -> str:
@@ -274,7 +271,7 @@ def render_element(
     set (``"escape"`` outside any).
     """
     present = [(name, value) for name, value in attributes if value is not None]
-    chosen = check_content_mode(mode) if mode is not None else _MODE.get()
+    chosen = check_content_mode(mode) if mode is not None else CONTENT_MODE.get()
     if chosen == "cdata" and _has_markup(content):
         return _render_cdata(tag, present, content)
     written = _write(tag, present, content)
@@ -327,7 +324,7 @@ def render_element_prefix(
     present = [(name, value) for name, value in attributes if value is not None]
     if chars >= len(content):
         return render_element(tag, present, content, mode=mode)
-    chosen = check_content_mode(mode) if mode is not None else _MODE.get()
+    chosen = check_content_mode(mode) if mode is not None else CONTENT_MODE.get()
     empty = render_element(tag, present, "", mode="escape")
     start = empty[: -len(f"\n</{tag}>")]
     head = sanitize(content[:chars])  # forbidden characters are replaced one for one

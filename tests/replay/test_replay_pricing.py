@@ -55,6 +55,20 @@ class TestAnthropicCache:
         # 3: from u3's mark back to u2's prefix (2,500); a2 and u3 written.
         assert third == billing(read=2500, written=500, uncached=3)
 
+    def test_a_prefix_is_read_with_no_more_tokens_than_it_was_written_with(
+        self, sonnet: ModelProfile
+    ) -> None:
+        """A request counted at fewer tokens than its blocks add up to writes what it
+        counts; the next request reads that much of the prefix, not the blocks' sum."""
+        cache = ExplicitCache(sonnet)
+
+        first = cache.send(R1, 1800, None)
+        second = cache.send(R2, R2[-1].end + PRIMING, None)
+
+        assert first == billing(read=0, written=1800, uncached=0)
+        assert second.read == 1800
+        assert second.read + second.write + second.uncached == R2[-1].end + PRIMING
+
     def test_the_bill_is_reads_at_a_tenth_writes_at_five_quarters_the_rest_at_base(
         self, sonnet: ModelProfile
     ) -> None:

@@ -37,7 +37,14 @@ from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
 from memctx._units import UnitsIndex
 from memctx.typing import ChunkRenderer, Compressor, Tokenizer
-from memctx.xml import DEFAULT_CONTENT_MODE, XmlContentMode, check_content_mode
+from memctx._render.xml_modes import (
+    DEFAULT_ATTRIBUTE_MODE,
+    DEFAULT_CONTENT_MODE,
+    XmlAttributeMode,
+    XmlContentMode,
+    check_attribute_mode,
+    check_content_mode,
+)
 
 _log = logging.getLogger(__name__)
 
@@ -60,17 +67,22 @@ class ContextBuilder:
         *,
         registry: RendererRegistry | None = None,
         content: XmlContentMode = DEFAULT_CONTENT_MODE,
+        attributes: XmlAttributeMode = DEFAULT_ATTRIBUTE_MODE,
     ) -> None:
         try:
             checked: XmlContentMode = check_content_mode(content)
         except ValueError as exc:
             raise BuildOptionError("content", str(exc)) from None
+        try:
+            lean: XmlAttributeMode = check_attribute_mode(attributes)
+        except ValueError as exc:
+            raise BuildOptionError("attributes", str(exc)) from None
         check_tokenizer(tokenizer)
         self.registry = registry if registry is not None else RendererRegistry()
         """The renderers, in the order they are asked (see :class:`RendererRegistry`)."""
         self.tokenizer: Tokenizer = tokenizer if tokenizer is not None else EstimatingTokenizer()
         """Counts tokens when a build is given no ``tokenizer``."""
-        self._rendering = XmlRendering(self.registry, checked)
+        self._rendering = XmlRendering(self.registry, checked, lean)
         self._caches = BuildCaches()
         self._lock = threading.Lock()
         self._chain_key: tuple[Hashable, ...] = ()
@@ -323,6 +335,8 @@ class ContextBuilder:
                 key = tuple(renderer_cache_key(r) for r in self.registry.renderers)
                 if self._rendering.content != "escape":  # renderings differ per content mode
                     key += (("content", self._rendering.content),)
+                if self._rendering.attributes != "seed":  # and per attribute mode
+                    key += (("attributes", self._rendering.attributes),)
                 self._chain_key, self._hashed_chain_key = key, HashedKey(key)
                 self._chain_generation = self.registry.generation
             return self._chain_key, self._hashed_chain_key
@@ -358,13 +372,18 @@ def create_builder(
     *,
     renderers: Iterable[ChunkRenderer] = (),
     content: XmlContentMode = DEFAULT_CONTENT_MODE,
+    attributes: XmlAttributeMode = DEFAULT_ATTRIBUTE_MODE,
 ) -> ContextBuilder:
     """Return a builder with the installed renderer plugins, plus ``renderers`` ahead of them.
 
     ``content`` is how chunk content is written in the XML: ``"cdata"`` (the
-    default: code as it is) or ``"escape"`` (entities); see :mod:`memctx.xml`.
+    default: code as it is) or ``"escape"`` (entities). ``attributes``:
+    ``"seed"`` (the default) writes every attribute of the reference XML;
+    ``"lean"`` leaves out those the tag or the message already say
+    (``role="user"`` in a user message, ``action="tool_call"`` on ``<tool_call>``).
+    See :mod:`memctx.xml`.
     """
-    builder = ContextBuilder(tokenizer, content=content)
+    builder = ContextBuilder(tokenizer, content=content, attributes=attributes)
     for renderer in renderers:
         builder.register_renderer(renderer)
     return builder

@@ -19,6 +19,11 @@ out otherwise (a flag, such as ``error?``). ``xml=field`` writes the value of
 ``field`` under the name ``xml`` (``bytes=byte_size``), and a field
 ``content.key`` reads ``key`` of a JSON object content (``url=content.url``).
 
+In the ``"lean"`` attribute mode (``create_builder(attributes="lean")``, see :mod:`memctx.xml`)
+the attributes the tag already says are left out: those read from a key field
+(every chunk of the row has the same value) and a ``role`` equal to the
+element's role (the message's).
+
 ``Element(..., content=False)`` writes the element without the chunk's
 content (for binary data or opaque tokens that must never reach a model as
 text: images, documents, redacted reasoning).
@@ -33,7 +38,7 @@ from typing import Any, ClassVar
 import attrs
 
 from memctx._chunk import Chunk, ChunkType, Role
-from memctx.xml import AttributeValue, render_element, render_element_prefix
+from memctx.xml import AttributeValue, lean_attributes, render_element, render_element_prefix
 
 _CHUNK_FIELDS = frozenset({"id", "action", "subtype", "role", "priority", "type"})
 
@@ -58,6 +63,11 @@ def _content_key(key: str) -> Getter:
         return content.get(key) if isinstance(content, Mapping) else None
 
     return get
+
+
+def _field(name: str) -> str:
+    """The chunk field attribute ``name`` reads."""
+    return name.rstrip("?").rpartition("=")[2]
 
 
 def _getter(name: str) -> tuple[str, Getter]:
@@ -87,6 +97,7 @@ class DeclaredRenderer:
     key_fields: ClassVar[tuple[str, ...]] = ("action",)
     elements: ClassVar[Mapping[Any, Element]]
     _compiled: ClassVar[dict[Any, tuple[Element, tuple[tuple[str, Getter], ...]]]]
+    _lean: ClassVar[dict[Any, tuple[tuple[str, Getter], ...]]]
 
     claims_by_kind: ClassVar[bool] = True
     """Whether a chunk's type, role, action and subtype alone decide :meth:`can_render` (a
@@ -103,6 +114,14 @@ class DeclaredRenderer:
                 key: (element, tuple(_getter(name) for name in element.attributes))
                 for key, element in cls.elements.items()
             }
+            cls._lean = {
+                key: tuple(
+                    _getter(name)
+                    for name in element.attributes
+                    if _field(name) not in cls.key_fields
+                )
+                for key, element in cls.elements.items()
+            }
 
     def _key(self, chunk: Chunk) -> Any:
         fields = self.key_fields
@@ -116,15 +135,23 @@ class DeclaredRenderer:
     def get_role(self, chunk: Chunk) -> Role:
         return self._compiled[self._key(chunk)][0].role
 
+    def _attributes(self, chunk: Chunk) -> tuple[Element, list[tuple[str, AttributeValue]]]:
+        """The element of ``chunk`` and its attributes in the current attribute mode."""
+        key = self._key(chunk)
+        element, getters = self._compiled[key]
+        if not lean_attributes():
+            return element, [(n, get(chunk)) for n, get in getters]
+        said = element.role
+        found = [(n, get(chunk)) for n, get in self._lean[key]]
+        return element, [(n, v) for n, v in found if n != "role" or v != said]
+
     def render(self, chunk: Chunk) -> str:
-        element, getters = self._compiled[self._key(chunk)]
-        attributes: list[tuple[str, AttributeValue]] = [(n, get(chunk)) for n, get in getters]
+        element, attributes = self._attributes(chunk)
         return render_element(element.tag, attributes, chunk.text if element.content else "")
 
     def render_prefix(self, chunk: Chunk, chars: int) -> str:
         """A prefix of :meth:`render` covering the first ``chars`` characters of the content."""
-        element, getters = self._compiled[self._key(chunk)]
-        attributes: list[tuple[str, AttributeValue]] = [(n, get(chunk)) for n, get in getters]
+        element, attributes = self._attributes(chunk)
         text = chunk.text if element.content else ""
         return render_element_prefix(element.tag, attributes, text, chars)
 

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from memctx._chunk import Chunk, Role
 from memctx._exceptions import RendererError
 from memctx.typing import ChunkRenderer
-from memctx.xml import AttributeValue, render_element, render_element_prefix
+from memctx.xml import AttributeValue, lean_attributes, render_element, render_element_prefix
 
 _PLAIN_VALUES = (str, int, float, bool, type(None))
 
@@ -39,7 +39,9 @@ class GenericRenderer:
 
     ``<memory_chunk id=".." type=".." role=".." action=".." subtype="..">``
     around the content. Its role is the chunk's own ``role`` when set, else
-    ``user``: text of unknown origin is never given the system role.
+    ``user``: text of unknown origin is never given the system role. (The
+    ``role`` attribute, the message's role, is left out in the ``"lean"``
+    attribute mode.)
     """
 
     tag = "memory_chunk"
@@ -68,7 +70,7 @@ class GenericRenderer:
         return [
             ("id", chunk.id),
             ("type", chunk.type.value),
-            ("role", chunk.role),
+            ("role", None if lean_attributes() else chunk.role),
             ("action", chunk.action),
             ("subtype", chunk.subtype),
         ]

@@ -1,4 +1,5 @@
-"""A chunk as a build sends it: the registry's rendering in one XML content mode, checked.
+"""A chunk as a build sends it: the registry's rendering in one XML content and attribute
+mode, checked.
 
 :class:`XmlRendering` is what a builder renders with, and what the inspector and
 snapshots use when they are given no builder.
@@ -10,9 +11,12 @@ from memctx._chunk import Chunk, Role
 from memctx._render.registry import RendererRegistry
 from memctx._render.segments import SEPARATOR, RenderedChunk
 from memctx.xml import (
+    DEFAULT_ATTRIBUTE_MODE,
     DEFAULT_CONTENT_MODE,
     SafeXml,
+    XmlAttributeMode,
     XmlContentMode,
+    attribute_mode,
     content_mode,
     count_forbidden,
     sanitize,
@@ -20,19 +24,24 @@ from memctx.xml import (
 
 
 class XmlRendering:
-    """Renders chunks with ``registry`` in the ``content`` mode of :mod:`memctx.xml`."""
+    """Renders chunks with ``registry`` in the ``content`` and ``attributes`` modes of
+    :mod:`memctx.xml`."""
 
-    __slots__ = ("content", "registry")
+    __slots__ = ("attributes", "content", "registry")
 
     def __init__(
-        self, registry: RendererRegistry, content: XmlContentMode = DEFAULT_CONTENT_MODE
+        self,
+        registry: RendererRegistry,
+        content: XmlContentMode = DEFAULT_CONTENT_MODE,
+        attributes: XmlAttributeMode = DEFAULT_ATTRIBUTE_MODE,
     ) -> None:
         self.registry = registry
         self.content: XmlContentMode = content
+        self.attributes: XmlAttributeMode = attributes
 
     def render_chunk(self, chunk: Chunk) -> RenderedChunk:
         """``chunk``'s role, segment (its XML and a newline) and replaced characters."""
-        with content_mode(self.content):  # how render_element writes content
+        with content_mode(self.content), attribute_mode(self.attributes):
             role, xml = self.registry.render(chunk)
         if type(xml) is SafeXml:
             replaced = xml.replaced
@@ -53,6 +62,6 @@ class XmlRendering:
 
     def render_prefix(self, chunk: Chunk, chars: int) -> str | None:
         """The start of ``chunk``'s XML with at most ``chars`` of its content, or None."""
-        with content_mode(self.content):
+        with content_mode(self.content), attribute_mode(self.attributes):
             text = self.registry.render_prefix(chunk, chars)
         return None if text is None else sanitize(text)

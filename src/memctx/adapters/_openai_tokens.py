@@ -60,7 +60,7 @@ def _message_tokens(
     message: Mapping[str, Any], media: list[Media], tokenizer: Tokenizer, priming: int
 ) -> tuple[int, bool]:
     role, content = message["role"], message.get("content")
-    if isinstance(content, str) and role != "tool":
+    if isinstance(content, str) and role != "tool" and "tool_calls" not in message:
         return tokenizer.count_messages([{"role": role, "content": content}]) - priming, True
     tokens = tokenizer.count_messages([{"role": role, "content": ""}]) - priming
     exact = role != "tool" and "tool_calls" not in message

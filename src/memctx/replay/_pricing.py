@@ -129,6 +129,9 @@ class ExplicitCache:
         self.entries = _Entries()
         self.left: tuple[str, int] | None = None
         """The longest prefix the previous request left stored: its key and tokens."""
+        self.held: dict[str, int] = {}
+        """Tokens each stored prefix was written with: a later read of it reads no more
+        (a block's end can pass the request's counted tokens, which bound the write)."""
 
     def send(self, blocks: Sequence[Block], input_tokens: int, at: dt.datetime | None) -> Billing:
         now = _timestamp(at)
@@ -140,7 +143,10 @@ class ExplicitCache:
                 if self.entries.alive(blocks[end].key, now):
                     hit = max(hit, end)
                     break
-        read = min(blocks[hit].end, input_tokens) if hit >= 0 else 0
+        read = 0
+        if hit >= 0:
+            key = blocks[hit].key
+            read = min(blocks[hit].end, input_tokens, self.held.get(key, input_tokens))
         if hit >= 0:
             self.entries.refresh(blocks[hit].key, now)
         written = {"short": 0, "long": 0}
@@ -155,6 +161,7 @@ class ExplicitCache:
             written["long" if lifetime > self.default else "short"] += max(0, end - boundary)
             boundary = max(boundary, end)
             self.entries.store(block.key, now, lifetime)
+            self.held[block.key] = max(self.held.get(block.key, 0), end)
             if left is None or end > left[1]:
                 left = (block.key, end)
         broke = read < could

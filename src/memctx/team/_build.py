@@ -8,9 +8,11 @@ one before it (same id, or same speaker and stripped text) leaves that one out.
 
 Who spoke and to whom are XML attributes written by :class:`TeamMessageRenderer`
 with :func:`memctx.xml.render_element`, so they are escaped like all memctx
-XML: no message text can close its element or pose as another speaker::
+XML: no message text can close its element or pose as another speaker (the
+``role`` attribute, the message's own role, is written only in the ``"seed"``
+attribute mode)::
 
-    <user_message id="msg-1" role="user" from="Lena" from_type="human" to="coder">
+    <user_message id="msg-1" from="Lena" from_type="human" to="coder">
     Please fix the retry cap.
     </user_message>
 """
@@ -26,7 +28,7 @@ from memctx import Chunk, ChunkType, MemoryState, Role, chunks
 from memctx.team._context import deduplicate
 from memctx.team._markers import strip_markers
 from memctx.team._values import PromptMessage, TeamMessage, format_addressees
-from memctx.xml import render_element
+from memctx.xml import lean_attributes, render_element
 
 __all__ = ["TEAM_TASK_CHUNK_ID", "AgentView", "TeamMessageRenderer"]
 
@@ -60,7 +62,7 @@ class TeamMessageRenderer:
             tag,
             [
                 ("id", chunk.id),
-                ("role", self.get_role(chunk)),
+                ("role", None if lean_attributes() else self.get_role(chunk)),
                 ("from", str(who["from"])),
                 ("from_type", str(who["from_type"])),
                 ("to", str(who["to"])),
