@@ -23,6 +23,7 @@ import hashlib
 import threading
 import weakref
 from collections.abc import Callable, Generator
+from functools import partial
 from typing import Any, TypeVar
 
 import attrs
@@ -35,7 +36,7 @@ from memctx._exceptions import StoreArgumentError
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
 from memctx.store._context_ops import CONTEXT_COMPRESSED
-from memctx.store._paged import PagedBuilt, Read
+from memctx.store._paged import Lister, PagedBuilt, Read, paged_build
 from memctx.store._paged_thread import PagedThread
 from memctx.store._queries import (
     check_thread_id,
@@ -317,6 +318,30 @@ def paged_built(
     return Built(key, renderer_key(builder), built.counted, payload, None)
 
 
+def paged_in_one(
+    session: Session,
+    thread_id: str,
+    kept: PagedThread | None,
+    builder: ContextBuilder,
+    options: BuildOptions,
+    keys: tuple[str | None, str],
+    lister: Lister,
+) -> tuple[PagedThread, PagedBuilt]:
+    """A paged build in one write transaction: the thread locked first (so its rows and
+    view stay as read, whatever the isolation level), its reads, the build, then the new
+    counts and the ``context.built`` event."""
+    check_thread_id(thread_id)
+    thread_version(session, thread_id, lock=True)
+    steps = paged_build(kept, thread_id, builder, options, keys, lister)
+    kept, built = drive(steps, partial(_in_session, session))
+    record_build(session, thread_id, paged_built(builder, options, kept, built), lock=False)
+    return kept, built
+
+
+def _in_session(session: Session, function: Callable[..., T], *arguments: Any) -> T:
+    return function(session, *arguments)
+
+
 def drive(steps: Generator[Read, Any, T], run: Callable[..., Any]) -> T:
     """Run a paged build's reads, each with ``run(function, *arguments)``; its return value."""
     try:
@@ -362,9 +387,11 @@ def record_events(
         record_event(session, thread_id, kind, payload)
 
 
-def record_build(session: Session, thread_id: str, built: Built) -> None:
-    """Store the new counts and the ``context.built`` event (a write transaction)."""
-    thread_version(session, thread_id, lock=True)
+def record_build(session: Session, thread_id: str, built: Built, *, lock: bool = True) -> None:
+    """Store the new counts and the ``context.built`` event (a write transaction, whose
+    thread is locked here unless ``lock`` is False: the caller locked it)."""
+    if lock:
+        thread_version(session, thread_id, lock=True)
     if built.tokenizer is not None:
         save_counts(session, thread_id, built.tokenizer, built.renderer, built.counted)
     record_event(session, thread_id, CONTEXT_BUILT, built.payload)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
-from sqlalchemy import Row, bindparam, insert
+from sqlalchemy import Connection, Row, bindparam, delete, insert, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm.attributes import set_committed_value
@@ -46,6 +46,7 @@ from memctx.store._schema import (
     EventRow,
     ThreadRow,
     TokenCountRow,
+    WaitingRow,
     chunk_values,
     differing_fields,
     dump_json,
@@ -73,6 +74,10 @@ _COUNT_INSERTS: Final = {
     "postgresql": pg_insert(TokenCountRow.__table__).on_conflict_do_nothing(),  # type: ignore[attr-defined]
     "sqlite": sqlite_insert(TokenCountRow.__table__).on_conflict_do_nothing(),  # type: ignore[attr-defined]
 }
+_WAITING_INSERTS: Final = {
+    "postgresql": pg_insert(WaitingRow.__table__).on_conflict_do_nothing(),  # type: ignore[attr-defined]
+    "sqlite": sqlite_insert(WaitingRow.__table__).on_conflict_do_nothing(),  # type: ignore[attr-defined]
+}
 _MOVE_LAST_SEQ: Final = (
     update(ThreadRow)
     .where(col(ThreadRow.id) == bindparam("thread_id"))
@@ -80,6 +85,18 @@ _MOVE_LAST_SEQ: Final = (
 )
 _INSERT_CHUNKS: Final = insert(ChunkRow.__table__)  # type: ignore[attr-defined]
 _INSERT_EVENT: Final = insert(EventRow.__table__)  # type: ignore[attr-defined]
+_INSERT_WAITING: Final = insert(WaitingRow.__table__)  # type: ignore[attr-defined]
+_ANSWERED: Final = delete(WaitingRow).where(
+    col(WaitingRow.thread_id) == bindparam("thread_id"),
+    col(WaitingRow.unit_key).in_(bindparam("keys", expanding=True)),
+)
+_IDS_STORED: Final = select(col(ChunkRow.chunk_id)).where(
+    col(ChunkRow.thread_id) == bindparam("thread_id"),
+    col(ChunkRow.chunk_id).in_(bindparam("ids", expanding=True)),
+)
+ANALYZE_EVERY: Final = 20_000
+"""PostgreSQL: the chunk tables are analysed when a thread's length crosses a multiple of
+this (the planner's statistics of a fresh schema would otherwise say they are empty)."""
 _COUNTS_BY_SEQ: Final = select(col(TokenCountRow.seq), col(TokenCountRow.tokens)).where(
     col(TokenCountRow.thread_id) == bindparam("thread_id"),
     col(TokenCountRow.tokenizer) == bindparam("tokenizer"),
@@ -224,7 +241,12 @@ def split_existing(
     different chunk stored under one of the ids is a
     :class:`ChunkConflictError`. One query per 500 chunks, whatever the outcome.
     """
-    existing = rows_by_chunk_id(session, thread_id, list(prepared))
+    stored = [
+        chunk_id
+        for part in in_parts(list(prepared))
+        for (chunk_id,) in raw_rows(session, _IDS_STORED, {"thread_id": thread_id, "ids": part})
+    ]
+    existing = rows_by_chunk_id(session, thread_id, stored) if stored else {}
     for chunk_id, row in existing.items():
         fields = differing_fields(row_values(row), prepared[chunk_id])
         if fields:
@@ -261,8 +283,49 @@ def insert_chunks(
             ],
         )
         index_rows(connection, thread_id, first_seq + start, [values for values, _, _ in part])
+        _track_waiting(connection, thread_id, first_seq + start, part)
         if advance is not None:
             advance(len(part))
+
+
+def _track_waiting(
+    connection: Connection,
+    thread_id: str,
+    first_seq: int,
+    rows: Sequence[tuple[Mapping[str, Any], str, int]],
+) -> None:
+    """Keep ``memctx_waiting`` (:class:`~memctx.store._schema.WaitingRow`) current for
+    appended rows: an opener is added, an answer removes its unit's openers."""
+    answered: set[str] = set()
+    waiting: dict[tuple[str, int], None] = {}
+    for seq, (values, origin, _) in enumerate(rows, first_seq):
+        key = values["unit_key"]
+        if key is None or origin != "append":
+            continue
+        if values["unit_opener"]:
+            waiting[key, seq] = None
+        else:
+            answered.add(key)
+            waiting = {k: None for k in waiting if k[0] != key}
+    if answered:
+        params = {"thread_id": thread_id, "keys": sorted(answered)}
+        connection.execute(_ANSWERED, params)
+    if waiting:
+        connection.execute(
+            _WAITING_INSERTS[connection.dialect.name],
+            [{"thread_id": thread_id, "unit_key": k, "seq": s} for k, s in waiting],
+        )
+
+
+def analyze_if_due(session: Session, before: int, after: int) -> None:
+    """PostgreSQL: analyse the chunk tables when a thread's length crossed a multiple of
+    :data:`ANALYZE_EVERY` (or its first thousand rows)."""
+    connection = session.connection()
+    if connection.dialect.name != "postgresql" or after <= before:
+        return
+    crossed = after // ANALYZE_EVERY > before // ANALYZE_EVERY or before < 1_000 <= after
+    if crossed:
+        connection.execute(text("ANALYZE memctx_chunks, memctx_waiting"))
 
 
 def store_new(
@@ -287,6 +350,7 @@ def store_new(
     last = first + len(new) - 1
     session.connection().execute(_MOVE_LAST_SEQ, {"thread_id": thread.id, "last_seq": last})
     set_committed_value(thread, "last_seq", last)
+    analyze_if_due(session, first - 1, last)
     return list(range(first, first + len(new)))
 
 

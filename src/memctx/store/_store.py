@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from functools import partial
 from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, Self, TypeVar, Unpack
 
 from sqlalchemy import Engine
@@ -40,6 +39,7 @@ from memctx.store._engine import (
     retry_busy,
     write_engine,
 )
+from memctx.store._paged_reads import read_light
 from memctx.store._records import Batch, StoredChunk, StoreEvent, ThreadInfo
 from memctx.store._search import DEFAULT_LIMIT, SearchHit
 from memctx.store._thread_ops import MakeChunks
@@ -528,13 +528,12 @@ class MemoryStore:
         keys = _build.cache_keys(builder, parsed)
         if _paged.pageable(parsed):
             kept = self._built_states.get_paged(thread_id)
-            steps = _paged.paged_build(kept, thread_id, builder, parsed, keys)
-            kept, paged = _build.drive(steps, partial(self._run, False))
-            self._run(
-                True,
-                _build.record_build,
-                thread_id,
-                _build.paged_built(builder, parsed, kept, paged),
+
+            def lister(created_at: object, batch: int, length: int) -> tuple[list[str], list[str]]:
+                return self._run(False, read_light, thread_id, created_at, batch, length)
+
+            kept, paged = self._run(
+                True, _build.paged_in_one, thread_id, kept, builder, parsed, keys, lister
             )
             self._built_states.put_paged(thread_id, kept)
             return paged.result
