@@ -146,6 +146,36 @@ def create_store_engine(url: URL) -> Engine:
     return engine
 
 
+def build_record_engine(engine: Engine) -> Engine:
+    """The write engine of builds, whose commits do not wait for the disk.
+
+    A build writes token counts (a cache) and its ``context.built`` event; losing
+    the last of those on a power failure or a database server crash loses no
+    chunk and leaves the database consistent, so its commit need not flush:
+    PostgreSQL's ``synchronous_commit = off``, SQLite's ``synchronous = NORMAL``
+    in WAL mode (the next durable commit, or a checkpoint, writes it to disk). Its
+    own connections (an in-memory SQLite database, one connection, uses ``engine``).
+    """
+    if engine.dialect.name == "sqlite" and _in_memory(engine.url):
+        return write_engine(engine)
+    relaxed = create_store_engine(engine.url)
+
+    @event.listens_for(relaxed, "connect")
+    def _on_connect(dbapi_connection: Any, connection_record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        try:
+            if relaxed.dialect.name == "sqlite":
+                cursor.execute("PRAGMA synchronous = NORMAL")
+            else:
+                cursor.execute("SET synchronous_commit TO off")
+        finally:
+            cursor.close()
+        if relaxed.dialect.name != "sqlite":
+            dbapi_connection.commit()
+
+    return write_engine(relaxed)
+
+
 def create_async_store_engine(url: URL) -> AsyncEngine:
     """The asyncio engine for ``url``: aiosqlite, or psycopg 3 in async mode; same settings."""
     if url.get_backend_name() == "sqlite":

@@ -320,16 +320,19 @@ def paged_build(
     options: BuildOptions,
     keys: tuple[str | None, str],
     lister: Lister | None = None,
+    *,
+    lock: bool = False,
 ) -> Generator[Read, Any, tuple[PagedThread, PagedBuilt]]:
     """Build a thread in pages: yields the reads to run, returns the thread kept and the build.
 
     ``lister`` reads the ids and types of the visible rows when a result's left-out
     list is first asked for; without one they are read before the build returns.
+    ``lock``: the first read locks the thread's row (a build in a write transaction).
     """
     tokenizer: Tokenizer = options.tokenizer or builder.tokenizer
     tokenizer_key, renderer = keys
     counts_key: Hashable = keys if tokenizer_key is not None else ("uncached", tokenizer, renderer)
-    start: Start = yield (read_start, (thread_id, kept, *keys))
+    start: Start = yield (read_start, (thread_id, kept, *keys, lock))
     read = len(start.appended)
     if start.window is not None or kept is None:
         assert start.window is not None

@@ -30,6 +30,7 @@ from memctx.compress._compaction import CompactionPolicy, CompactionReport
 from memctx.store import _build, _paged, _search, _snapshot, _thread_ops, _view_ops
 from memctx.store._context_ops import compact_thread, compress_thread, step_thread
 from memctx.store._engine import (
+    build_record_engine,
     create_store_engine,
     database_error,
     describe,
@@ -72,6 +73,9 @@ class MemoryStore:
         self._engine = create_store_engine(self._url)
         self._write = write_engine(self._engine)
         self._read = read_engine(self._engine)
+        self._build_write = build_record_engine(self._engine)
+        self._in_memory = self._build_write.engine is self._engine  # one in-memory database
+        self._closed = False
         self._builder: ContextBuilder | None = None
         self._built_states = _build.BuiltStates()
         try:
@@ -122,8 +126,12 @@ class MemoryStore:
         return _build.builder_to_use(builder, lambda: self.builder)
 
     def close(self) -> None:
-        """Close every connection. The store must not be used afterwards."""
+        """Close every connection. The store must not be used afterwards (a build's
+        left-out list, read when first asked for, is still read: it opens and closes a
+        connection of its own)."""
+        self._closed = True
         self._engine.dispose()
+        self._build_write.engine.dispose()
 
     def __enter__(self) -> Self:
         return self
@@ -136,14 +144,15 @@ class MemoryStore:
 
     def _run(
         self,
-        write: bool,
+        write: bool | Engine,
         operation: Callable[Concatenate[Session, P], R],
         *args: P.args,
         **kwargs: P.kwargs,
     ) -> R:
         """Run ``operation(session, *args)`` in one transaction, committed when it returns,
-        rolled back if it raises; run again while SQLite is busy (see :func:`retry_busy`)."""
-        bind = self._write if write else self._read
+        rolled back if it raises; run again while SQLite is busy (see :func:`retry_busy`).
+        ``write`` is True for a write transaction, or the engine to write with."""
+        bind = write if isinstance(write, Engine) else self._write if write else self._read
 
         def attempt() -> R:
             with (
@@ -530,10 +539,20 @@ class MemoryStore:
             kept = self._built_states.get_paged(thread_id)
 
             def lister(created_at: object, batch: int, length: int) -> tuple[list[str], list[str]]:
-                return self._run(False, read_light, thread_id, created_at, batch, length)
+                listed = self._run(False, read_light, thread_id, created_at, batch, length)
+                if self._closed:  # asked after close: leave no connection open
+                    self._engine.dispose()
+                return listed
 
             kept, paged = self._run(
-                True, _build.paged_in_one, thread_id, kept, builder, parsed, keys, lister
+                self._build_write,
+                _build.paged_in_one,
+                thread_id,
+                kept,
+                builder,
+                parsed,
+                keys,
+                None if self._in_memory else lister,
             )
             self._built_states.put_paged(thread_id, kept)
             return paged.result
