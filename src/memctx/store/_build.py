@@ -23,11 +23,9 @@ import hashlib
 import threading
 import weakref
 from collections.abc import Callable, Generator
-from functools import partial
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar
 
 import attrs
-from sqlalchemy import text
 from sqlmodel import Session
 
 from memctx._build.builder import ContextBuilder, counts_of
@@ -37,10 +35,9 @@ from memctx._exceptions import StoreArgumentError
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
 from memctx.store._context_ops import CONTEXT_COMPRESSED
-from memctx.store._paged import Lister, PagedBuilt, Read, paged_build
+from memctx.store._paged import PagedBuilt, Read
 from memctx.store._paged_thread import PagedThread
 from memctx.store._queries import (
-    check_payload,
     check_thread_id,
     get_batch,
     load_counts,
@@ -53,7 +50,7 @@ from memctx.store._row_reads import (
     appended_since,
     visible_rows,
 )
-from memctx.store._schema import now, row_to_chunk
+from memctx.store._schema import row_to_chunk
 
 T = TypeVar("T")
 
@@ -318,61 +315,6 @@ def paged_built(
         read=built.read,
     )
     return Built(key, renderer_key(builder), built.counted, payload, None)
-
-
-def paged_in_one(
-    session: Session,
-    thread_id: str,
-    kept: PagedThread | None,
-    builder: ContextBuilder,
-    options: BuildOptions,
-    keys: tuple[str | None, str],
-    lister: Lister | None,
-) -> tuple[PagedThread, PagedBuilt]:
-    """A paged build in one write transaction: the thread locked first (so its rows and
-    view stay as read, whatever the isolation level), its reads, the build, then the new
-    counts and the ``context.built`` event."""
-    steps = paged_build(kept, thread_id, builder, options, keys, lister, lock=True)
-    kept, built = drive(steps, partial(_in_session, session))
-    record = paged_built(builder, options, kept, built)
-    if session.connection().dialect.name == "postgresql":
-        _record_in_one(session, thread_id, record)
-    else:
-        record_build(session, thread_id, record, lock=False)
-    return kept, built
-
-
-_RECORD_PG: Final = text(
-    "WITH counted AS (INSERT INTO memctx_token_counts (thread_id, seq, tokenizer, renderer,"
-    " tokens) SELECT :thread_id, s, :tokenizer, :renderer, t"
-    " FROM unnest(CAST(:seqs AS integer[]), CAST(:tokens AS integer[])) AS u (s, t)"
-    " ON CONFLICT DO NOTHING)"
-    " INSERT INTO memctx_events (thread_id, kind, payload, created_at)"
-    " VALUES (:thread_id, :kind, :payload, :created_at)"
-)
-
-
-def _record_in_one(session: Session, thread_id: str, built: Built) -> None:
-    """:func:`record_build` on PostgreSQL in one statement (the thread locked already)."""
-    kind, payload = check_payload(CONTEXT_BUILT, built.payload)
-    counted = sorted(built.counted.items()) if built.tokenizer is not None else []
-    session.connection().execute(
-        _RECORD_PG,
-        {
-            "thread_id": thread_id,
-            "tokenizer": built.tokenizer or "",
-            "renderer": built.renderer,
-            "seqs": [s for s, _ in counted],
-            "tokens": [t for _, t in counted],
-            "kind": kind,
-            "payload": payload,
-            "created_at": now(),
-        },
-    )
-
-
-def _in_session(session: Session, function: Callable[..., T], *arguments: Any) -> T:
-    return function(session, *arguments)
 
 
 def drive(steps: Generator[Read, Any, T], run: Callable[..., Any]) -> T:

@@ -147,7 +147,10 @@ def create_store_engine(url: URL) -> Engine:
 
 
 def build_record_engine(engine: Engine) -> Engine:
-    """The write engine of builds, whose commits do not wait for the disk.
+    """The write engine of paged builds, whose commits do not wait for the disk; on
+    PostgreSQL in autocommit mode (no ``BEGIN`` and ``COMMIT`` round trips: a build's
+    reads are bounded by its batch and last sequence number, and its record is one
+    statement).
 
     A build writes token counts (a cache) and its ``context.built`` event; losing
     the last of those on a power failure or a database server crash loses no
@@ -156,9 +159,11 @@ def build_record_engine(engine: Engine) -> Engine:
     in WAL mode (the next durable commit, or a checkpoint, writes it to disk). Its
     own connections (an in-memory SQLite database, one connection, uses ``engine``).
     """
-    if engine.dialect.name == "sqlite" and _in_memory(engine.url):
+    if engine.dialect.name == "sqlite" and in_memory(engine.url):
         return write_engine(engine)
     relaxed = create_store_engine(engine.url)
+    if relaxed.dialect.name == "postgresql":
+        relaxed = relaxed.execution_options(isolation_level="AUTOCOMMIT")
 
     @event.listens_for(relaxed, "connect")
     def _on_connect(dbapi_connection: Any, connection_record: Any) -> None:
@@ -194,7 +199,8 @@ def _missing_driver(url: URL, exc: Exception) -> str:
     return f"PostgreSQL needs psycopg 3 ({exc}); install it with: pip install 'memctx[postgres]'"
 
 
-def _in_memory(url: URL) -> bool:
+def in_memory(url: URL) -> bool:
+    """Whether ``url`` names an in-memory SQLite database (one connection, gone when closed)."""
     database = url.database or ""
     return database in ("", ":memory:") or "mode=memory" in database
 
@@ -205,7 +211,7 @@ def _engine_arguments(url: URL) -> dict[str, Any]:
     arguments: dict[str, Any] = {
         "connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False}
     }
-    if _in_memory(url):
+    if in_memory(url):
         # One connection, shared: every new connection would be a new, empty database.
         arguments["poolclass"] = StaticPool
     return arguments
@@ -215,7 +221,7 @@ def _configure(engine: Engine) -> None:
     """SQLite's settings and ``BEGIN IMMEDIATE`` for writes (SQLAlchemy's recipe)."""
     if engine.dialect.name != "sqlite":
         return
-    in_memory = _in_memory(engine.url)
+    memory_only = in_memory(engine.url)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, connection_record: Any) -> None:
@@ -225,7 +231,7 @@ def _configure(engine: Engine) -> None:
         try:
             cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
             cursor.execute("PRAGMA foreign_keys = ON")
-            if not in_memory:
+            if not memory_only:
                 cursor.execute("PRAGMA journal_mode = WAL")
         finally:
             cursor.close()

@@ -63,7 +63,6 @@ _OF_THREAD: Final = col(ChunkRow.thread_id) == bindparam("thread_id")
 _VERSION: Final = select(
     col(ThreadRow.created_at), col(ThreadRow.batch), col(ThreadRow.last_seq)
 ).where(col(ThreadRow.id) == bindparam("thread_id"))
-_VERSION_LOCKED: Final = _VERSION.with_for_update()
 _SPECIAL: Final = select(*_LIGHT).where(_OF_THREAD, text(SPECIAL_ROWS))
 _WAITING: Final = select(col(WaitingRow.unit_key)).where(
     col(WaitingRow.thread_id) == bindparam("thread_id"), col(WaitingRow.seq) > bindparam("base")
@@ -116,13 +115,10 @@ class Window:
     """The newest appended rows (with content and ``stored_tokens``), newest first."""
 
 
-def read_window(
-    session: Session, thread_id: str, tokenizer: str | None, renderer: str, *, lock: bool = False
-) -> Window:
-    """The first read of a cold paged build (``lock``: the thread's row locked first)."""
+def read_window(session: Session, thread_id: str, tokenizer: str | None, renderer: str) -> Window:
+    """The first read of a cold paged build."""
     check_thread_id(thread_id)
-    statement = _VERSION_LOCKED if lock else _VERSION
-    found = session.connection().execute(statement, {"thread_id": thread_id}).first()
+    found = session.connection().execute(_VERSION, {"thread_id": thread_id}).first()
     if found is None:
         raise ThreadNotFoundError(thread_id)
     created_at, number, last = found

@@ -51,17 +51,13 @@ def read_start(
     kept: PagedThread | None,
     tokenizer: str | None,
     renderer: str,
-    lock: bool = False,
 ) -> Start:
     """The thread's window (:func:`read_window`), or (the ``kept`` thread still current)
-    only the rows appended since, with the members of units it does not know; ``lock``
-    locks the thread's row first (a build in a write transaction)."""
+    only the rows appended since, with the members of units it does not know."""
     check_thread_id(thread_id)
     if kept is not None:
         after = kept.after_seq
-        version, rows, counts = appended_since(
-            session, thread_id, after, tokenizer, renderer, lock=lock
-        )
+        version, rows, counts = appended_since(session, thread_id, after, tokenizer, renderer)
         created_at, batch_number = version
         if kept.created_at == created_at and kept.batch == batch_number:
             with kept.lock:
@@ -70,7 +66,7 @@ def read_start(
             units = read_units(session, thread_id, sorted(keys)) if keys else []
             last = rows[-1].seq if rows else after
             return Start(created_at, batch_number, last, None, rows, counts, units)
-    window = read_window(session, thread_id, tokenizer, renderer, lock=lock)
+    window = read_window(session, thread_id, tokenizer, renderer)
     return Start(window.created_at, window.batch, window.last, window, [], {})
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
-from sqlalchemy import Connection, Row, bindparam, delete, insert, text
+from sqlalchemy import Row, bindparam, insert
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm.attributes import set_committed_value
@@ -46,7 +46,6 @@ from memctx.store._schema import (
     EventRow,
     ThreadRow,
     TokenCountRow,
-    WaitingRow,
     chunk_values,
     differing_fields,
     dump_json,
@@ -55,6 +54,7 @@ from memctx.store._schema import (
     row_values,
 )
 from memctx.store._search_index import index_rows
+from memctx.store._waiting import analyze_if_due, track_waiting
 
 R = TypeVar("R")
 
@@ -74,10 +74,7 @@ _COUNT_INSERTS: Final = {
     "postgresql": pg_insert(TokenCountRow.__table__).on_conflict_do_nothing(),  # type: ignore[attr-defined]
     "sqlite": sqlite_insert(TokenCountRow.__table__).on_conflict_do_nothing(),  # type: ignore[attr-defined]
 }
-_WAITING_INSERTS: Final = {
-    "postgresql": pg_insert(WaitingRow.__table__).on_conflict_do_nothing(),  # type: ignore[attr-defined]
-    "sqlite": sqlite_insert(WaitingRow.__table__).on_conflict_do_nothing(),  # type: ignore[attr-defined]
-}
+
 _MOVE_LAST_SEQ: Final = (
     update(ThreadRow)
     .where(col(ThreadRow.id) == bindparam("thread_id"))
@@ -85,18 +82,11 @@ _MOVE_LAST_SEQ: Final = (
 )
 _INSERT_CHUNKS: Final = insert(ChunkRow.__table__)  # type: ignore[attr-defined]
 _INSERT_EVENT: Final = insert(EventRow.__table__)  # type: ignore[attr-defined]
-_INSERT_WAITING: Final = insert(WaitingRow.__table__)  # type: ignore[attr-defined]
-_ANSWERED: Final = delete(WaitingRow).where(
-    col(WaitingRow.thread_id) == bindparam("thread_id"),
-    col(WaitingRow.unit_key).in_(bindparam("keys", expanding=True)),
-)
 _IDS_STORED: Final = select(col(ChunkRow.chunk_id)).where(
     col(ChunkRow.thread_id) == bindparam("thread_id"),
     col(ChunkRow.chunk_id).in_(bindparam("ids", expanding=True)),
 )
-ANALYZE_EVERY: Final = 20_000
-"""PostgreSQL: the chunk tables are analysed when a thread's length crosses a multiple of
-this (the planner's statistics of a fresh schema would otherwise say they are empty)."""
+
 _COUNTS_BY_SEQ: Final = select(col(TokenCountRow.seq), col(TokenCountRow.tokens)).where(
     col(TokenCountRow.thread_id) == bindparam("thread_id"),
     col(TokenCountRow.tokenizer) == bindparam("tokenizer"),
@@ -283,49 +273,9 @@ def insert_chunks(
             ],
         )
         index_rows(connection, thread_id, first_seq + start, [values for values, _, _ in part])
-        _track_waiting(connection, thread_id, first_seq + start, part)
+        track_waiting(connection, thread_id, first_seq + start, part)
         if advance is not None:
             advance(len(part))
-
-
-def _track_waiting(
-    connection: Connection,
-    thread_id: str,
-    first_seq: int,
-    rows: Sequence[tuple[Mapping[str, Any], str, int]],
-) -> None:
-    """Keep ``memctx_waiting`` (:class:`~memctx.store._schema.WaitingRow`) current for
-    appended rows: an opener is added, an answer removes its unit's openers."""
-    answered: set[str] = set()
-    waiting: dict[tuple[str, int], None] = {}
-    for seq, (values, origin, _) in enumerate(rows, first_seq):
-        key = values["unit_key"]
-        if key is None or origin != "append":
-            continue
-        if values["unit_opener"]:
-            waiting[key, seq] = None
-        else:
-            answered.add(key)
-            waiting = {k: None for k in waiting if k[0] != key}
-    if answered:
-        params = {"thread_id": thread_id, "keys": sorted(answered)}
-        connection.execute(_ANSWERED, params)
-    if waiting:
-        connection.execute(
-            _WAITING_INSERTS[connection.dialect.name],
-            [{"thread_id": thread_id, "unit_key": k, "seq": s} for k, s in waiting],
-        )
-
-
-def analyze_if_due(session: Session, before: int, after: int) -> None:
-    """PostgreSQL: analyse the chunk tables when a thread's length crossed a multiple of
-    :data:`ANALYZE_EVERY` (or its first thousand rows)."""
-    connection = session.connection()
-    if connection.dialect.name != "postgresql" or after <= before:
-        return
-    crossed = after // ANALYZE_EVERY > before // ANALYZE_EVERY or before < 1_000 <= after
-    if crossed:
-        connection.execute(text("ANALYZE memctx_chunks, memctx_waiting"))
 
 
 def store_new(

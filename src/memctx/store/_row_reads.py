@@ -66,7 +66,6 @@ _APPENDED_SINCE: Final = (
     .where(col(ThreadRow.id) == bindparam("thread_id"))
     .order_by(col(ChunkRow.seq))
 )
-_APPENDED_SINCE_LOCKED: Final = _APPENDED_SINCE.with_for_update(of=ThreadRow.__table__)  # type: ignore[attr-defined]
 _LIGHT: Final = tuple(
     col(c)
     for c in (
@@ -173,17 +172,12 @@ def appended_since(
     seq: int,
     tokenizer: str | None,
     renderer: str,
-    *,
-    lock: bool = False,
 ) -> tuple[tuple[Any, int], list[Row[Any]], dict[int, int]]:
     """In one statement: the thread's ``(created_at, batch)``, the rows appended after
     sequence number ``seq`` in order, and their counts stored under ``tokenizer`` (None:
-    none) and ``renderer``; ``lock`` locks the thread's row as a write does
-    (:func:`~memctx.store._queries.get_thread`). :class:`ThreadNotFoundError` if there
-    is no such thread."""
+    none) and ``renderer``. :class:`ThreadNotFoundError` if there is no such thread."""
     params = {"thread_id": thread_id, "base_seq": seq, "tokenizer": tokenizer, "renderer": renderer}
-    statement = _APPENDED_SINCE_LOCKED if lock else _APPENDED_SINCE
-    found = list(rows_of(session, statement, params))
+    found = list(rows_of(session, _APPENDED_SINCE, params))
     if not found:
         raise ThreadNotFoundError(thread_id)
     version = (found[0].thread_created_at, found[0].thread_batch)

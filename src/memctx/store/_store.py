@@ -35,12 +35,14 @@ from memctx.store._engine import (
     database_error,
     describe,
     ensure_schema,
+    in_memory,
     read_engine,
     resolve_url,
     retry_busy,
     write_engine,
 )
 from memctx.store._paged_reads import read_light
+from memctx.store._paged_record import paged_in_one
 from memctx.store._records import Batch, StoredChunk, StoreEvent, ThreadInfo
 from memctx.store._search import DEFAULT_LIMIT, SearchHit
 from memctx.store._thread_ops import MakeChunks
@@ -74,7 +76,7 @@ class MemoryStore:
         self._write = write_engine(self._engine)
         self._read = read_engine(self._engine)
         self._build_write = build_record_engine(self._engine)
-        self._in_memory = self._build_write.engine is self._engine  # one in-memory database
+        self._in_memory = self._engine.dialect.name == "sqlite" and in_memory(self._url)
         self._closed = False
         self._builder: ContextBuilder | None = None
         self._built_states = _build.BuiltStates()
@@ -546,7 +548,7 @@ class MemoryStore:
 
             kept, paged = self._run(
                 self._build_write,
-                _build.paged_in_one,
+                paged_in_one,
                 thread_id,
                 kept,
                 builder,
