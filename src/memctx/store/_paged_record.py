@@ -1,8 +1,12 @@
-"""A paged build through :class:`~memctx.store.MemoryStore`, in one write transaction.
+"""A paged build through :class:`~memctx.store.MemoryStore`: one transaction, or none.
 
-The thread's row is locked by the build's first read (so its rows and view stay as
-read, whatever the isolation level), then come the build's reads, the build, and the
-new counts with the ``context.built`` event: on PostgreSQL one statement.
+On SQLite, one write transaction (``BEGIN IMMEDIATE``: no other write lands between
+the build's reads) holds the reads, the build, and the new counts with the
+``context.built`` event. On PostgreSQL, no transaction: each read is one statement
+bounded by what cannot change (the batch read first, whose rows are never rewritten,
+and the thread's last sequence number then), and the counts and the event are written
+by one statement; a rebuild after an append is two round trips. Both commit without
+waiting for the disk (:func:`~memctx.store._engine.build_record_engine`).
 """
 
 from __future__ import annotations
@@ -36,9 +40,8 @@ def paged_in_one(
     keys: tuple[str | None, str],
     lister: Lister | None,
 ) -> tuple[PagedThread, PagedBuilt]:
-    """A paged build in one write transaction: the thread locked first (so its rows and
-    view stay as read, whatever the isolation level), its reads, the build, then the new
-    counts and the ``context.built`` event."""
+    """A paged build: its reads, the build, then the new counts and the ``context.built``
+    event, in the caller's session (see the module docstring)."""
     steps = paged_build(kept, thread_id, builder, options, keys, lister)
     kept, built = drive(steps, partial(_in_session, session))
     record = paged_built(builder, options, kept, built)
@@ -60,7 +63,7 @@ _RECORD_PG: Final = text(
 
 
 def _record_in_one(session: Session, thread_id: str, built: Built) -> None:
-    """:func:`record_build` on PostgreSQL in one statement (the thread locked already)."""
+    """:func:`record_build` on PostgreSQL in one statement."""
     kind, payload = check_payload(CONTEXT_BUILT, built.payload)
     counted = sorted(built.counted.items()) if built.tokenizer is not None else []
     session.connection().execute(
