@@ -19,14 +19,12 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 import attrs
-from sqlalchemy import and_, bindparam, text
-from sqlalchemy import select as sa_select
-from sqlmodel import Session, col, select
+from sqlalchemy import Integer, bindparam, text
+from sqlmodel import Session
 
 from memctx._exceptions import StoreError, ThreadNotFoundError
 from memctx.store._queries import check_thread_id, get_batch
 from memctx.store._row_reads import (
-    CHUNK_COLUMNS,
     batch_view,
     counted,
     in_parts,
@@ -34,66 +32,43 @@ from memctx.store._row_reads import (
     rows_of,
     visible_light_rows,
 )
-from memctx.store._schema import (
-    SPECIAL_ROWS,
-    ChunkRow,
-    ThreadRow,
-    TokenCountRow,
-    WaitingRow,
-)
+from memctx.store._schema import SPECIAL_ROWS, BatchRow, UTCDateTime
 
 LightRow = tuple[Any, ...]
 
 FIRST_PAGE: Final = 64
 """Rows read in the first page of a thread's newest chunks."""
 
-_LIGHT: Final = tuple(
-    col(c)
-    for c in (
-        ChunkRow.seq,
-        ChunkRow.chunk_id,
-        ChunkRow.type,
-        ChunkRow.unit_key,
-        ChunkRow.unit_opener,
-        ChunkRow.pinned,
-        ChunkRow.origin,
-    )
+# Plain SQL: a newly opened store compiles each statement on first use, and a cold
+# build's first read runs all of these (text compiles in a fraction of a select's time).
+_LIGHT: Final = "seq, chunk_id, type, unit_key, unit_opener, pinned, origin"
+_VERSION: Final = text(
+    "SELECT created_at, batch, last_seq FROM memctx_threads WHERE id = :thread_id"
+).columns(created_at=UTCDateTime(), batch=Integer(), last_seq=Integer())
+_BATCH: Final = text(
+    "SELECT view, base_seq FROM memctx_batches WHERE thread_id = :thread_id AND number = :number"
 )
-_OF_THREAD: Final = col(ChunkRow.thread_id) == bindparam("thread_id")
-_VERSION: Final = select(
-    col(ThreadRow.created_at), col(ThreadRow.batch), col(ThreadRow.last_seq)
-).where(col(ThreadRow.id) == bindparam("thread_id"))
-_SPECIAL: Final = select(*_LIGHT).where(_OF_THREAD, text(SPECIAL_ROWS))
-_WAITING: Final = select(col(WaitingRow.unit_key)).where(
-    col(WaitingRow.thread_id) == bindparam("thread_id"), col(WaitingRow.seq) > bindparam("base")
+_SPECIAL: Final = text(
+    f"SELECT {_LIGHT} FROM memctx_chunks WHERE thread_id = :thread_id AND {SPECIAL_ROWS}"
 )
-_UNITS: Final = select(*_LIGHT).where(
-    _OF_THREAD, col(ChunkRow.unit_key).in_(bindparam("keys", expanding=True))
+_WAITING: Final = text(
+    "SELECT unit_key FROM memctx_waiting WHERE thread_id = :thread_id AND seq > :base"
 )
-_IDS: Final = select(*_LIGHT).where(
-    _OF_THREAD, col(ChunkRow.chunk_id).in_(bindparam("ids", expanding=True))
-)
-# The newest appended rows after ``base`` (down from ``before``), with their stored counts.
-_NEWEST: Final = (
-    sa_select(*CHUNK_COLUMNS, col(TokenCountRow.tokens).label("stored_tokens"))
-    .select_from(ChunkRow)
-    .outerjoin(
-        TokenCountRow,
-        and_(
-            col(TokenCountRow.thread_id) == col(ChunkRow.thread_id),
-            col(TokenCountRow.seq) == col(ChunkRow.seq),
-            col(TokenCountRow.tokenizer) == bindparam("tokenizer"),
-            col(TokenCountRow.renderer) == bindparam("renderer"),
-        ),
-    )
-    .where(
-        _OF_THREAD,
-        col(ChunkRow.origin) == "append",
-        col(ChunkRow.seq) > bindparam("base"),
-        col(ChunkRow.seq) <= bindparam("last"),
-    )
-    .order_by(col(ChunkRow.seq).desc())
-    .limit(bindparam("limit"))
+_UNITS: Final = text(
+    f"SELECT {_LIGHT} FROM memctx_chunks WHERE thread_id = :thread_id AND unit_key IN :keys"
+).bindparams(bindparam("keys", expanding=True))
+_IDS: Final = text(
+    f"SELECT {_LIGHT} FROM memctx_chunks WHERE thread_id = :thread_id AND chunk_id IN :ids"
+).bindparams(bindparam("ids", expanding=True))
+# The newest appended rows after ``base`` up to ``last``, with their stored counts.
+_NEWEST: Final = text(
+    "SELECT c.thread_id, c.seq, c.chunk_id, c.origin, c.batch, c.type, c.role, c.action,"
+    " c.subtype, c.content, c.metadata AS meta, c.priority, c.created_at, c.unit_key,"
+    " c.unit_opener, c.pinned, t.tokens AS stored_tokens FROM memctx_chunks c"
+    " LEFT OUTER JOIN memctx_token_counts t ON t.thread_id = c.thread_id AND t.seq = c.seq"
+    " AND t.tokenizer = :tokenizer AND t.renderer = :renderer"
+    " WHERE c.thread_id = :thread_id AND c.origin = 'append' AND c.seq > :base"
+    " AND c.seq <= :last ORDER BY c.seq DESC LIMIT :limit"
 )
 
 
@@ -122,7 +97,18 @@ def read_window(session: Session, thread_id: str, tokenizer: str | None, rendere
     if found is None:
         raise ThreadNotFoundError(thread_id)
     created_at, number, last = found
-    batch = get_batch(session, thread_id, number)
+    stored = session.connection().execute(_BATCH, {"thread_id": thread_id, "number": number})
+    row = stored.first()
+    if row is None:
+        raise StoreError(f"thread {thread_id!r}: batch {number} is missing from the database")
+    batch = BatchRow(
+        thread_id=thread_id,
+        number=number,
+        operation="",
+        params="",
+        view=row[0],
+        base_seq=row[1],
+    )
     view = batch_view(batch)
     base = 0 if view is None else batch.base_seq
     view_light = [] if view is None else visible_light_rows(session, batch, view_only=True)
