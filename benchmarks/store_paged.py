@@ -1,7 +1,7 @@
 """``store.build`` on a long thread against the in-memory build of the same state.
 
-    uv run --group bench python -m benchmarks.store_paged     # 100k chunks, SQLite + PostgreSQL
-    uv run --group bench python -m benchmarks.store_paged --chunks 20000 --no-postgres
+    uv run --group bench python -m benchmarks.store_paged     # 50k and 100k, SQLite + PostgreSQL
+    uv run --group bench python -m benchmarks.store_paged --chunks 10000,20000 --no-postgres
 
 The generated history is appended to a thread (untimed), built once at the
 budget so that the counts of what that build measured are stored, then:
@@ -25,6 +25,7 @@ import argparse
 import contextlib
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
@@ -39,7 +40,9 @@ T = TypeVar("T")
 THREAD = "paged"
 MODEL = "gpt-4o"
 COLD_TARGET = 5.0
-APPEND_TARGET = 2.0
+APPEND_TARGET = 3.0
+THROUGHPUT_TARGET = 2.0
+APPEND_BATCH = 500
 
 
 @dataclass
@@ -74,43 +77,75 @@ def _same(store: ContextBuildResult, memory: ContextBuildResult, what: str) -> N
 
 
 def run_paged(
-    url: str, backend: str, state: MemoryState, *, budget: int, repeats: int, appends: int
-) -> PagedResult:
-    """Fill a thread with ``state`` and time cold builds and rebuilds after an append."""
+    url: str,
+    backend: str,
+    state: MemoryState,
+    *,
+    sizes: tuple[int, ...],
+    budget: int,
+    repeats: int,
+    appends: int,
+) -> tuple[list[PagedResult], list[float]]:
+    """Grow one thread to each of ``sizes`` (timing every 10,000 appended chunks) and,
+    at each size, time cold builds and rebuilds after an append against in-memory ones.
+
+    Returns the results per size and the seconds each 10,000 appended chunks took.
+    """
     from memctx.store import CONTEXT_BUILT, MemoryStore
 
     tokenizer = create_tokenizer(MODEL)
-    result = PagedResult(backend, len(state), budget)
+    items = list(state.chunks)
+    found: list[PagedResult] = []
+    per_10k: list[float] = []
+    fresh = FreshChunks(load_corpus(), prefix=f"paged-{backend}-")
+    order: list[str] = []  # the ids of the thread's chunks, in order
+    filled = 0
     with MemoryStore.open(url) as store:
         store.create_thread(THREAD)
-        items = list(state.chunks)
-        for start in range(0, len(items), 2_000):
-            store.append(THREAD, *items[start : start + 2_000])
-        store.build(THREAD, budget, tokenizer=tokenizer)  # stores the counts it measured
-    fresh = FreshChunks(load_corpus(), prefix=f"paged-{backend}-")
-    for _ in range(repeats):
+    for size in sizes:
+        with MemoryStore.open(url) as store:
+            while filled < size:
+                block = items[filled : min(size, filled + 10_000)]
+                began = time.perf_counter()
+                for start in range(0, len(block), APPEND_BATCH):
+                    store.append(THREAD, *block[start : start + APPEND_BATCH])
+                per_10k.append(time.perf_counter() - began)
+                order += [c.id for c in block]
+                filled += len(block)
+            store.build(THREAD, budget, tokenizer=tokenizer)  # stores the counts it measured
+        result = PagedResult(backend, size, budget)
         with MemoryStore.open(url) as store:
             elapsed, loaded = timed_call(lambda: store.get_current_state(THREAD))
-            result.full_load = elapsed
-            copy, builder = fresh_copy(loaded), create_builder(tokenizer)
-            elapsed, memory = timed_call(partial(builder.build, copy, budget))
-            result.memory_cold.runs.append(elapsed)
-            elapsed, paged = timed_call(partial(store.build, THREAD, budget, tokenizer=tokenizer))
-            result.store_cold.runs.append(elapsed)
-            _same(paged, memory, f"{backend} cold")
-            result.rows_read = store.events(THREAD, CONTEXT_BUILT)[-1].payload["chunks_read"]
-            for _ in range(appends):
-                chunk = fresh.next()
-                store.append(THREAD, chunk)
-                copy = copy.append(chunk)
+        result.full_load = elapsed
+        if [c.id for c in loaded.chunks] != order:
+            raise AssertionError(f"{backend}: the stored thread is not the generated one")
+        for _ in range(repeats):
+            with MemoryStore.open(url) as store:
+                copy, builder = fresh_copy(loaded), create_builder(tokenizer)
                 elapsed, memory = timed_call(partial(builder.build, copy, budget))
-                result.memory_append.runs.append(elapsed)
+                result.memory_cold.runs.append(elapsed)
                 elapsed, paged = timed_call(
                     partial(store.build, THREAD, budget, tokenizer=tokenizer)
                 )
-                result.store_append.runs.append(elapsed)
-                _same(paged, memory, f"{backend} append")
-    return result
+                result.store_cold.runs.append(elapsed)
+                _same(paged, memory, f"{backend} cold")
+                event = store.events(THREAD, CONTEXT_BUILT)[-1]
+                result.rows_read = event.payload["chunks_read"]
+                for _ in range(appends):
+                    chunk = fresh.next()
+                    store.append(THREAD, chunk)
+                    order.append(chunk.id)
+                    copy = copy.append(chunk)
+                    elapsed, memory = timed_call(partial(builder.build, copy, budget))
+                    result.memory_append.runs.append(elapsed)
+                    elapsed, paged = timed_call(
+                        partial(store.build, THREAD, budget, tokenizer=tokenizer)
+                    )
+                    result.store_append.runs.append(elapsed)
+                    _same(paged, memory, f"{backend} append")
+                loaded = copy
+        found.append(result)
+    return found, per_10k
 
 
 @contextlib.contextmanager
@@ -139,70 +174,101 @@ def postgres_url() -> Iterator[str | None]:
         sys.path.remove(str(tests))
 
 
+@dataclass
+class BackendRun:
+    backend: str
+    results: list[PagedResult]
+    per_10k: list[float]
+    """Seconds each 10,000 appended chunks took, in order (batches of APPEND_BATCH)."""
+
+
 def run_all(
-    chunks: int, *, budget: int = 8_000, postgres: bool = True, repeats: int = 3, appends: int = 5
-) -> list[PagedResult]:
-    """SQLite, then PostgreSQL when a server can be started."""
-    state = generate(chunks, load_corpus())
+    sizes: tuple[int, ...],
+    *,
+    budget: int = 8_000,
+    postgres: bool = True,
+    repeats: int = 3,
+    appends: int = 5,
+) -> list[BackendRun]:
+    """SQLite, then PostgreSQL when a server can be started (a fresh schema)."""
+    state = generate(max(sizes), load_corpus())
+    options = {"sizes": sizes, "budget": budget, "repeats": repeats, "appends": appends}
     found = []
     with tempfile.TemporaryDirectory(prefix="memctx-paged-") as tmp:
         url = f"sqlite:///{Path(tmp) / 'paged.db'}"
-        found.append(
-            run_paged(url, "SQLite", state, budget=budget, repeats=repeats, appends=appends)
-        )
+        found.append(BackendRun("SQLite", *run_paged(url, "SQLite", state, **options)))  # type: ignore[arg-type]
     if postgres:
         with postgres_url() as pg_url:
             if pg_url is not None:
-                found.append(
-                    run_paged(
-                        pg_url, "PostgreSQL", state, budget=budget, repeats=repeats, appends=appends
-                    )
-                )
+                run = run_paged(pg_url, "PostgreSQL", state, **options)  # type: ignore[arg-type]
+                found.append(BackendRun("PostgreSQL", *run))
     return found
 
 
-def section(results: list[PagedResult]) -> list[str]:
-    """The markdown table of the results."""
-    if not results:
+def section(runs: list[BackendRun]) -> list[str]:
+    """The markdown tables of the results."""
+    if not runs:
         return ["Not run."]
-    first = results[0]
+    first = runs[0].results[0]
     lines = [
-        f"{first.chunks:,} generated chunks in one thread, budget {first.budget:,} "
-        f"({MODEL}). cold = a newly opened store's `build` after an earlier build stored "
-        "the counts it measured, against a fresh builder building a fresh copy of the same "
-        "state; append = one chunk appended, then the same store builds again, against the "
-        "in-memory incremental rebuild. Medians.",
+        f"Generated chunks in one thread, budget {first.budget:,} ({MODEL}). cold = a newly "
+        "opened store's `build` after an earlier build stored the counts it measured, "
+        "against a fresh builder building a fresh copy of the same state; append = one "
+        "chunk appended, then the same store builds again, against the in-memory "
+        "incremental rebuild. Medians.",
         "",
-        "| backend | get_current_state s | rows read | store cold ms | memory cold ms "
-        f"| ratio (≤ {COLD_TARGET:g}×) | store append ms | memory append ms "
-        f"| ratio (≤ {APPEND_TARGET:g}×) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| backend | chunks | get_current_state s | rows read | store cold ms | memory cold ms "
+        f"| cold ratio (≤ {COLD_TARGET:g}×) | store append ms | memory append ms "
+        f"| append ratio (≤ {APPEND_TARGET:g}×) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for r in results:
-        cold = "met" if r.cold_ratio <= COLD_TARGET else "**NOT MET**"
-        append = "met" if r.append_ratio <= APPEND_TARGET else "**NOT MET**"
-        lines.append(
-            f"| {r.backend} | {r.full_load:.2f} | {r.rows_read:,} "
-            f"| {r.store_cold.median * 1e3:.1f} | {r.memory_cold.median * 1e3:.1f} "
-            f"| {r.cold_ratio:.2f}× {cold} | {r.store_append.median * 1e3:.2f} "
-            f"| {r.memory_append.median * 1e3:.2f} | {r.append_ratio:.2f}× {append} |"
-        )
-    if len(results) == 1:
+    for run in runs:
+        for r in run.results:
+            cold = "met" if r.cold_ratio <= COLD_TARGET else "**NOT MET**"
+            append = "met" if r.append_ratio <= APPEND_TARGET else "**NOT MET**"
+            lines.append(
+                f"| {r.backend} | {r.chunks:,} | {r.full_load:.2f} | {r.rows_read:,} "
+                f"| {r.store_cold.median * 1e3:.1f} | {r.memory_cold.median * 1e3:.1f} "
+                f"| {r.cold_ratio:.2f}× {cold} | {r.store_append.median * 1e3:.2f} "
+                f"| {r.memory_append.median * 1e3:.2f} | {r.append_ratio:.2f}× {append} |"
+            )
+    lines += [
+        "",
+        f"Appending, in batches of {APPEND_BATCH} chunks: seconds per 10,000 chunks as the "
+        "thread grows (a fresh database), and the last 10,000 over the first "
+        f"(≤ {THROUGHPUT_TARGET:g}×).",
+        "",
+    ]
+    blocks = max(len(run.per_10k) for run in runs)
+    header = " | ".join(f"{(i + 1) * 10}k" for i in range(blocks))
+    lines += [
+        f"| backend | {header} | last / first |",
+        "|---|" + "---:|" * (blocks + 1),
+    ]
+    for run in runs:
+        times = " | ".join(f"{t:.2f}" for t in run.per_10k)
+        ratio = run.per_10k[-1] / run.per_10k[0]
+        status = "met" if ratio <= THROUGHPUT_TARGET else "**NOT MET**"
+        lines.append(f"| {run.backend} | {times} | {ratio:.2f}× {status} |")
+    if len(runs) == 1:
         lines += ["", "PostgreSQL not run (`--no-postgres`, or no server binaries found)."]
     return lines
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.store_paged")
-    parser.add_argument("--chunks", type=int, default=100_000)
+    parser.add_argument(
+        "--chunks",
+        default="50000,100000",
+        help="thread sizes, comma-separated (one thread grows through them)",
+    )
     parser.add_argument("--budget", type=int, default=8_000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-postgres", action="store_true")
     args = parser.parse_args(argv)
-    results = run_all(
-        args.chunks, budget=args.budget, postgres=not args.no_postgres, repeats=args.repeats
-    )
-    print("\n".join(section(results)))
+    sizes = tuple(sorted(int(n) for n in args.chunks.split(",")))
+    runs = run_all(sizes, budget=args.budget, postgres=not args.no_postgres, repeats=args.repeats)
+    print("\n".join(section(runs)))
     return 0
 
 

@@ -190,3 +190,44 @@ def test_a_migration_that_fails_leaves_the_database_as_it_was(tmp_path: Path) ->
         MemoryStore.open(path)
     assert dump() == before
     assert 'INSERT INTO "memctx_schema" VALUES(1,1);' in before
+
+
+class TestMigrationToVersion5:
+    """A database of schema 4 gains the indexes of paged builds and ``memctx_waiting``."""
+
+    def test_the_waiting_calls_of_a_version_4_database_are_found(
+        self, store_url: str, api: str
+    ) -> None:
+        tokenizer = create_tokenizer("gpt-4o")
+        with MemoryStore.open(store_url) as store:
+            store.create_thread("t")
+            store.append(
+                "t",
+                chunks.system("Be brief.", id="sys"),
+                chunks.tool_call("sh", {"cmd": "a"}, call_id="c1", id="call1"),
+                chunks.tool_call("sh", {"cmd": "b"}, call_id="c2", id="call2"),
+                *(chunks.assistant(f"step {n} " + "word " * 20, id=f"s{n}") for n in range(40)),
+                chunks.tool_result("sh", "done", call_id="c1", id="res1"),
+            )
+            state = store.get_current_state("t")
+        engine = create_engine(store_url)
+        with engine.begin() as connection:
+            before = connection.execute(text("SELECT * FROM memctx_waiting")).all()
+            connection.execute(text("DROP TABLE memctx_waiting"))
+            connection.execute(text("DROP INDEX memctx_chunks_special"))
+            connection.execute(text("DROP INDEX memctx_chunks_unit"))
+            connection.execute(text("UPDATE memctx_schema SET version = 4"))
+
+        with open_with(api, store_url) as store:
+            result = store.build("t", max_tokens=200, tokenizer=tokenizer)
+        with engine.connect() as connection:
+            after = connection.execute(text("SELECT * FROM memctx_waiting")).all()
+            version = connection.execute(text("SELECT version FROM memctx_schema")).scalar()
+        engine.dispose()
+
+        assert len(before) == 1
+        assert (version, after) == (SCHEMA_VERSION, before)
+        expected = create_builder().build(state, max_tokens=200, tokenizer=tokenizer)
+        assert result.messages == expected.messages
+        assert "call2" in result.included_chunk_ids
+        assert result.excluded_chunk_ids == expected.excluded_chunk_ids

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from sqlalchemy import create_engine, text
 
 from histories import TOKENIZERS, build_options
 from memctx import (
@@ -22,11 +23,12 @@ from memctx import (
     ContextBuildResult,
     MemctxError,
     MemoryState,
+    StoreError,
     chunks,
     create_builder,
     create_tokenizer,
 )
-from memctx.store import CONTEXT_BUILT, MemoryStore, _paged
+from memctx.store import CONTEXT_BUILT, MemoryStore, _paged, _paged_reads
 from memctx.store._paged import FIRST_PAGE
 from memctx.store._row_reads import ROWS_READ
 from strategies import agent_runs
@@ -80,6 +82,7 @@ steps = st.lists(
 def small_pages(monkeypatch: pytest.MonkeyPatch) -> None:
     """Pages of a few rows, so that short histories are read in several pages too."""
     monkeypatch.setattr(_paged, "FIRST_PAGE", 3)
+    monkeypatch.setattr(_paged_reads, "FIRST_PAGE", 3)
     monkeypatch.setattr(_paged, "MIN_PAGE", 2)
 
 
@@ -222,6 +225,97 @@ class TestPagedBuildsReadWhatTheBudgetReaches:
 
         with pytest.raises(ChunkNotFoundError):
             store.build(long_thread, max_tokens=1_000, pinned_chunk_ids=["u0"])
+
+
+class TestPagedBuildsReadAWindow:
+    """A cold build reads the newest rows, the pinned, SYSTEM and waiting ones, and the
+    ids of the rest only when its left-out list is asked for."""
+
+    @pytest.fixture
+    def thread(self, store: MemoryStore) -> str:
+        store.create_thread("w")
+        made = [chunks.system("You are a coding agent.", id="sys"), chunks.user("Fix it.")]
+        made.append(chunks.tool_call("sh", {"cmd": "serve"}, call_id="late", id="late-call"))
+        made.append(chunks.tool_call("sh", {"cmd": "wait"}, call_id="bg", id="bg"))
+        for n in range(300):
+            made.append(chunks.assistant(f"step {n} " + "word " * 30, id=f"a{n}"))
+        made.append(chunks.tool_result("sh", "served", call_id="late", id="late-result"))
+        made += [chunks.assistant(f"after {n} " + "word " * 30, id=f"b{n}") for n in range(30)]
+        store.append("w", *made)
+        return "w"
+
+    def test_a_call_waiting_far_back_is_pinned_and_one_answered_far_later_is_not(
+        self, small_pages: None, open_store: Any, thread: str
+    ) -> None:
+        store = open_store()
+        options = {"max_tokens": 800, "tokenizer": create_tokenizer("gpt-4o")}
+
+        build_both(store, thread, options)
+        result = store.build(thread, **options)
+
+        assert {"sys", "bg"} <= set(result.included_chunk_ids)
+        assert "late-call" not in result.included_chunk_ids
+        store.close()
+
+    def test_the_left_out_list_is_read_when_asked_for_and_stays_that_of_the_build(
+        self, open_store: Any, thread: str
+    ) -> None:
+        store = open_store()
+        tokenizer = create_tokenizer("gpt-4o")
+        state = store.get_current_state(thread)
+        expected = create_builder().build(state, max_tokens=800, tokenizer=tokenizer)
+
+        result = store.build(thread, max_tokens=800, tokenizer=tokenizer)
+        store.append(thread, *(chunks.user(f"more {n}", id=f"m{n}") for n in range(20)))
+        store.close()
+
+        assert result.excluded_chunk_ids == expected.excluded_chunk_ids
+        assert "a0" in result.exclusions
+        assert "m0" not in result.exclusions
+
+    def test_the_left_out_list_of_a_deleted_thread_cannot_be_read(
+        self, open_store: Any, api: str, thread: str
+    ) -> None:
+        store = open_store()
+        result = store.build(thread, max_tokens=800, tokenizer=create_tokenizer("gpt-4o"))
+        store.delete_thread(thread)
+
+        assert "sys" in result.included_chunk_ids
+        if api == "async":  # the asyncio store reads the list before the build returns
+            assert "a0" in result.excluded_chunk_ids
+        else:
+            with pytest.raises(StoreError, match="deleted"):
+                result.excluded_chunk_ids  # noqa: B018
+        store.close()
+
+
+class TestWaitingUnits:
+    def waiting(self, url: str, thread_id: str) -> list[tuple[str, int]]:
+        engine = create_engine(url)
+        with engine.connect() as connection:
+            rows = connection.execute(
+                text("SELECT unit_key, seq FROM memctx_waiting WHERE thread_id = :t ORDER BY seq"),
+                {"t": thread_id},
+            )
+            found = [(key, seq) for key, seq in rows]
+        engine.dispose()
+        return found
+
+    def test_an_appended_call_waits_until_its_result_is_appended(
+        self, store: MemoryStore, store_url: str
+    ) -> None:
+        store.create_thread("t")
+        store.append(
+            "t",
+            chunks.tool_call("sh", {"cmd": "a"}, call_id="c1", id="call1"),
+            chunks.tool_call("sh", {"cmd": "b"}, call_id="c2", id="call2"),
+            chunks.tool_result("sh", "done", call_id="c1", id="res1"),
+        )
+        assert self.waiting(store_url, "t") == [('["call", "c2"]', 2)]
+
+        store.append("t", chunks.tool_result("sh", "done", call_id="c2", id="res2"))
+
+        assert self.waiting(store_url, "t") == []
 
 
 def test_a_unit_whose_ids_hold_nul_is_stored_and_built_as_in_memory(store: MemoryStore) -> None:

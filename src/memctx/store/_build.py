@@ -362,9 +362,11 @@ def record_events(
         record_event(session, thread_id, kind, payload)
 
 
-def record_build(session: Session, thread_id: str, built: Built) -> None:
-    """Store the new counts and the ``context.built`` event (a write transaction)."""
-    thread_version(session, thread_id, lock=True)
+def record_build(session: Session, thread_id: str, built: Built, *, lock: bool = True) -> None:
+    """Store the new counts and the ``context.built`` event (a write transaction, whose
+    thread is locked here unless ``lock`` is False: the caller locked it)."""
+    if lock:
+        thread_version(session, thread_id, lock=True)
     if built.tokenizer is not None:
         save_counts(session, thread_id, built.tokenizer, built.renderer, built.counted)
     record_event(session, thread_id, CONTEXT_BUILT, built.payload)

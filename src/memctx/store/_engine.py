@@ -146,6 +146,41 @@ def create_store_engine(url: URL) -> Engine:
     return engine
 
 
+def build_record_engine(engine: Engine) -> Engine:
+    """The write engine of paged builds, whose commits do not wait for the disk; on
+    PostgreSQL in autocommit mode (no ``BEGIN`` and ``COMMIT`` round trips: a build's
+    reads are bounded by its batch and last sequence number, and its record is one
+    statement).
+
+    A build writes token counts (a cache) and its ``context.built`` event; losing
+    the last of those on a power failure or a database server crash loses no
+    chunk and leaves the database consistent, so its commit need not flush:
+    PostgreSQL's ``synchronous_commit = off``, SQLite's ``synchronous = NORMAL``
+    in WAL mode (the next durable commit, or a checkpoint, writes it to disk). Its
+    own connections (an in-memory SQLite database, one connection, uses ``engine``).
+    """
+    if engine.dialect.name == "sqlite" and in_memory(engine.url):
+        return write_engine(engine)
+    relaxed = create_store_engine(engine.url)
+    if relaxed.dialect.name == "postgresql":
+        relaxed = relaxed.execution_options(isolation_level="AUTOCOMMIT")
+
+    @event.listens_for(relaxed, "connect")
+    def _on_connect(dbapi_connection: Any, connection_record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        try:
+            if relaxed.dialect.name == "sqlite":
+                cursor.execute("PRAGMA synchronous = NORMAL")
+            else:
+                cursor.execute("SET synchronous_commit TO off")
+        finally:
+            cursor.close()
+        if relaxed.dialect.name != "sqlite":
+            dbapi_connection.commit()
+
+    return write_engine(relaxed)
+
+
 def create_async_store_engine(url: URL) -> AsyncEngine:
     """The asyncio engine for ``url``: aiosqlite, or psycopg 3 in async mode; same settings."""
     if url.get_backend_name() == "sqlite":
@@ -164,7 +199,8 @@ def _missing_driver(url: URL, exc: Exception) -> str:
     return f"PostgreSQL needs psycopg 3 ({exc}); install it with: pip install 'memctx[postgres]'"
 
 
-def _in_memory(url: URL) -> bool:
+def in_memory(url: URL) -> bool:
+    """Whether ``url`` names an in-memory SQLite database (one connection, gone when closed)."""
     database = url.database or ""
     return database in ("", ":memory:") or "mode=memory" in database
 
@@ -175,7 +211,7 @@ def _engine_arguments(url: URL) -> dict[str, Any]:
     arguments: dict[str, Any] = {
         "connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000, "check_same_thread": False}
     }
-    if _in_memory(url):
+    if in_memory(url):
         # One connection, shared: every new connection would be a new, empty database.
         arguments["poolclass"] = StaticPool
     return arguments
@@ -185,7 +221,7 @@ def _configure(engine: Engine) -> None:
     """SQLite's settings and ``BEGIN IMMEDIATE`` for writes (SQLAlchemy's recipe)."""
     if engine.dialect.name != "sqlite":
         return
-    in_memory = _in_memory(engine.url)
+    memory_only = in_memory(engine.url)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, connection_record: Any) -> None:
@@ -195,7 +231,7 @@ def _configure(engine: Engine) -> None:
         try:
             cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
             cursor.execute("PRAGMA foreign_keys = ON")
-            if not in_memory:
+            if not memory_only:
                 cursor.execute("PRAGMA journal_mode = WAL")
         finally:
             cursor.close()

@@ -14,7 +14,15 @@ from typing import Final
 
 from sqlalchemy import Boolean, Connection, bindparam, text
 
-from memctx.store._schema import LIGHT_INDEX_COLUMNS, SCHEMA_VERSION, row_to_chunk, unit_columns
+from memctx.store._schema import (
+    LIGHT_INDEX_COLUMNS,
+    SCHEMA_VERSION,
+    ChunkRow,
+    WaitingRow,
+    paged_indexes,
+    row_to_chunk,
+    unit_columns,
+)
 from memctx.store._search_index import create_index, fill_index
 
 
@@ -95,10 +103,33 @@ def _v3_to_v4(connection: Connection) -> None:
     fill_index(connection)
 
 
+_V5_WAITING: Final = text(
+    "INSERT INTO memctx_waiting (thread_id, unit_key, seq)"
+    " SELECT c.thread_id, c.unit_key, c.seq FROM memctx_chunks c"
+    " WHERE c.origin = 'append' AND c.unit_opener AND c.unit_key IS NOT NULL"
+    " AND NOT EXISTS (SELECT 1 FROM memctx_chunks d WHERE d.thread_id = c.thread_id"
+    " AND d.unit_key = c.unit_key AND d.origin = 'append' AND NOT d.unit_opener"
+    " AND d.seq > c.seq)"
+)
+
+
+def _v4_to_v5(connection: Connection) -> None:
+    """Version 5 lets a paged build read a window of a thread: the partial indexes of the
+    rows every build reads and of unit members, and ``memctx_waiting`` (the appended
+    openers no appended answer followed), filled from the stored chunks."""
+    names = {index.name for index in paged_indexes()}
+    for index in ChunkRow.__table__.indexes:  # type: ignore[attr-defined]
+        if index.name in names:
+            index.create(connection)
+    WaitingRow.__table__.create(connection)  # type: ignore[attr-defined]
+    connection.execute(_V5_WAITING)
+
+
 STEPS: Final[dict[int, Callable[[Connection], None]]] = {
     1: _v1_to_v2,
     2: _v2_to_v3,
     3: _v3_to_v4,
+    4: _v4_to_v5,
 }
 """The step from each older version to the next one."""
 

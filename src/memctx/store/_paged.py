@@ -30,30 +30,26 @@ budget — is built from every visible row, as before (:mod:`._build`).
 
 from __future__ import annotations
 
-import bisect
 import weakref
-from collections.abc import Callable, Generator, Hashable, Iterable, Sequence
+from collections.abc import Callable, Generator, Hashable, Iterable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import attrs
 
 from memctx._build.builder import ContextBuilder, counts_of
 from memctx._build.options import BuildOptions
-from memctx._chunk import Chunk, ChunkType
+from memctx._chunk import Chunk
 from memctx._exceptions import StoreError
 from memctx._result import (
     ContextBuildResult,
-    ExclusionReason,
-    Exclusions,
-    LeftOutFilter,
-    ReportDict,
 )
 from memctx._state import MemoryState
+from memctx.store._paged_reads import FIRST_PAGE, read_ids, read_light, read_units
+from memctx.store._paged_rows import Filters, Lister, paged_exclusions
 from memctx.store._paged_thread import PagedThread, Start, read_rows, read_start
 from memctx.typing import Tokenizer
 
-FIRST_PAGE = 64
-"""Rows read in the first page of a thread's newest chunks."""
 MIN_PAGE = 16
 """The fewest rows read in a later page (sized by the tokens per row seen so far)."""
 REACH_SLACK = 4
@@ -72,52 +68,15 @@ class Plan:
     read: list[int]
     """Indexes to read before the build can go on (empty: the reach is known)."""
     reach: list[int] = attrs.Factory(list)
-    """Indexes of the reach, ascending (when ``read`` is empty)."""
+    """Indexes of the reach, ascending (when nothing is left to read)."""
+    units: list[str] = attrs.Factory(list)
+    """Units whose members must be looked up first."""
+    ids: list[str] = attrs.Factory(list)
+    """Chunk ids to look up first (named by the options)."""
 
-
-class Filters:
-    """The build's filters over the light index (as :class:`memctx._build.filter.Candidates`)."""
-
-    def __init__(self, thread: PagedThread, options: BuildOptions) -> None:
-        excluded = {t.value for t in options.exclude_types}
-        if not options.include_system:
-            excluded.add(ChunkType.SYSTEM.value)
-        if not options.include_environment:
-            excluded.add(ChunkType.ENVIRONMENT.value)
-        self.excluded = excluded
-        self.include_system = options.include_system
-        self.include_environment = options.include_environment
-        self.only = (
-            None if options.include_only_chunk_ids is None else set(options.include_only_chunk_ids)
-        )
-        self.ids, self.types = thread.ids, thread.types
-
-    def is_candidate(self, i: int) -> bool:
-        if self.only is not None and self.ids[i] not in self.only:
-            return False
-        return self.types[i] not in self.excluded
-
-    def left_out_filter(self) -> LeftOutFilter:
-        """These filters as a value a result holds."""
-        return LeftOutFilter(
-            only=None if self.only is None else frozenset(self.only),
-            excluded_types=frozenset(ChunkType(kind) for kind in self.excluded),
-            include_system=self.include_system,
-            include_environment=self.include_environment,
-        )
-
-    def reason(self, i: int) -> ExclusionReason:
-        """Why a row outside the reach is left out."""
-        if self.only is not None and self.ids[i] not in self.only:
-            return ExclusionReason.NOT_SELECTED
-        kind = self.types[i]
-        if kind not in self.excluded:
-            return ExclusionReason.OVER_BUDGET
-        if kind == ChunkType.SYSTEM.value and not self.include_system:
-            return ExclusionReason.SYSTEM_EXCLUDED
-        if kind == ChunkType.ENVIRONMENT.value and not self.include_environment:
-            return ExclusionReason.ENVIRONMENT_EXCLUDED
-        return ExclusionReason.TYPE_EXCLUDED
+    @property
+    def done(self) -> bool:
+        return not (self.read or self.units or self.ids)
 
 
 def plan(
@@ -133,6 +92,11 @@ def plan(
     assert options.budget is not None
     budget, n = options.budget, len(thread)
     is_candidate = filters.is_candidate
+    named_ids = [*options.pinned_chunk_ids, *(options.include_only_chunk_ids or ())]
+    known, looked_up = thread.positions, thread.looked_up
+    unknown = [i for i in dict.fromkeys(named_ids) if i not in known and i not in looked_up]
+    if unknown:
+        return Plan([], ids=unknown)
     # Every chunk the build may pin (a superset is safe: it is read, and not
     # counted towards the budget), with every member of its unit.
     seeds = set(thread.system) | set(thread.flagged)
@@ -142,10 +106,14 @@ def plan(
             seeds.add(position)
     if options.pin_pending_calls:
         seeds |= thread.pending
+    chunks, counts, types = thread.chunks, thread.counts, thread.types
     if options.pin_newest:
-        newest = next((i for i in range(n - 1, -1, -1) if is_candidate(i)), None)
-        if newest is not None:
-            seeds.add(newest)
+        for i in range(n - 1, -1, -1):
+            if i not in types:
+                return Plan(_page(thread, i, FIRST_PAGE))
+            if is_candidate(i):
+                seeds.add(i)
+                break
     units = thread.units
     pinned_units = _keys(units, seeds)  # their other members are pinned too
     # The chunks named by include_only_chunk_ids are read too (the build looks them up).
@@ -155,7 +123,6 @@ def plan(
         if position is not None
     }
     # The newest rows, until the counts of their unpinned candidates exceed the budget.
-    chunks, counts = thread.chunks, thread.counts
     total, start, measured = 0, n, 0
     for i in range(n - 1, -1, -1):
         if i not in chunks:
@@ -163,7 +130,7 @@ def plan(
             page = FIRST_PAGE
             if rate:
                 page = max(MIN_PAGE, (budget - total) // rate * 5 // 4 + MIN_PAGE)
-            return Plan([j for j in range(i, max(-1, i - page), -1) if j not in chunks])
+            return Plan(_page(thread, i, page))
         start = i
         if not is_candidate(i) or i in seeds or units[i] in pinned_units:
             continue
@@ -177,71 +144,25 @@ def plan(
     else:
         start = 0
     reach = set(range(start, n)) | seeds | named
-    reach.update(thread.members_of(_keys(units, reach)))
+    keys = _keys(units, reach)
+    lookup = sorted(keys.difference(thread.members))
+    if lookup:
+        return Plan([], units=lookup)
+    reach.update(thread.members_of(keys))
     missing = sorted(i for i in reach if i not in chunks)
     if missing:
         return Plan(missing)
     return Plan([], sorted(reach))
 
 
-def _keys(units: Sequence[str | None], positions: Iterable[int]) -> set[str]:
+def _page(thread: PagedThread, newest: int, size: int) -> list[int]:
+    """Up to ``size`` positions from ``newest`` down whose chunks were not read."""
+    return [j for j in range(newest, max(-1, newest - size), -1) if j not in thread.chunks]
+
+
+def _keys(units: Mapping[int, str | None], positions: Iterable[int]) -> set[str]:
     """The unit keys of ``positions`` that belong to a unit."""
     return {key for key in map(units.__getitem__, positions) if key is not None}
-
-
-@attrs.frozen
-class PagedRows:
-    """The rows of a paged build: every visible row of the thread when it was built, and
-    the chunks of those it read (its reach)."""
-
-    ids: tuple[str, ...]
-    types: tuple[str, ...]
-    reach: MemoryState
-    reach_index: tuple[int, ...]
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    def id_at(self, position: int) -> str:
-        return self.ids[position]
-
-    def type_at(self, position: int) -> ChunkType:
-        return ChunkType(self.types[position])
-
-    def chunk_at(self, position: int) -> Chunk | None:
-        found = bisect.bisect_left(self.reach_index, position)
-        if found < len(self.reach_index) and self.reach_index[found] == position:
-            return self.reach[found]
-        return None
-
-    def position_of(self, chunk_id: str) -> int | None:
-        if chunk_id in self.reach:
-            return self.reach_index[self.reach.index_of(chunk_id)]
-        try:
-            return self.ids.index(chunk_id)
-        except ValueError:
-            return None
-
-
-def paged_exclusions(
-    thread: PagedThread, filters: Filters, inner: ContextBuildResult
-) -> Exclusions:
-    """The left-out chunks of a paged build: those of the reach's build and every row
-    outside the reach."""
-    reach_index = tuple(thread.reach_index)
-    sent = frozenset(reach_index[inner.state.index_of(i)] for i in inner.included_chunk_ids)
-    measured = {
-        i: e.tokens
-        for i, e in inner.exclusions.items()
-        if e.tokens is not None and not e.tokens_estimated
-    }
-    counts = thread.counts
-    ids = tuple(thread.ids)
-    for position, tokens in counts.items():
-        if position not in sent and position < len(ids):
-            measured.setdefault(ids[position], tokens)
-    rows = PagedRows(ids, tuple(thread.types), inner.state, reach_index)
-    return Exclusions(rows, sent, filters.left_out_filter(), ReportDict(measured))
 
 
 @attrs.frozen
@@ -266,17 +187,33 @@ def paged_build(
     builder: ContextBuilder,
     options: BuildOptions,
     keys: tuple[str | None, str],
+    lister: Lister | None = None,
 ) -> Generator[Read, Any, tuple[PagedThread, PagedBuilt]]:
-    """Build a thread in pages: yields the reads to run, returns the thread kept and the build."""
+    """Build a thread in pages: yields the reads to run, returns the thread kept and the build.
+
+    ``lister`` reads the ids and types of the visible rows when a result's left-out
+    list is first asked for; without one they are read before the build returns.
+    """
     tokenizer: Tokenizer = options.tokenizer or builder.tokenizer
     tokenizer_key, renderer = keys
     counts_key: Hashable = keys if tokenizer_key is not None else ("uncached", tokenizer, renderer)
-    start: Start = yield (read_start, (thread_id, None if kept is None else kept.key, *keys))
-    if start.light is not None or kept is None:
-        kept = PagedThread.from_light(start)
+    start: Start = yield (read_start, (thread_id, kept, *keys))
     read = len(start.appended)
+    if start.window is not None or kept is None:
+        assert start.window is not None
+        kept = PagedThread.from_window(start.window)
     with kept.lock:
         kept.use_counts(counts_key)
+        if start.window is not None:
+            newest = start.window.newest
+            read += len(newest)
+            positions = [kept.position_at(row.seq) for row in newest]
+            stored = {r.seq: r.stored_tokens for r in newest if r.stored_tokens is not None}
+            kept.add_rows(
+                [p for p in positions if p is not None],
+                {row.seq: row for row in newest},
+                stored if tokenizer_key is not None else {},
+            )
         kept.extend(start)
         filters = Filters(kept, options)
 
@@ -284,24 +221,40 @@ def paged_build(
             return tokenizer.count(counts_of(builder).render_chunk(chunk).segment)
 
         found = plan(kept, options, filters, count)
-    while found.read:
-        seqs = [kept.seqs[i] for i in found.read]
-        rows, counts = yield (read_rows, (thread_id, *keys, seqs))
-        if len(rows) != len(seqs):
-            missing = sorted(set(seqs) - set(rows))
-            raise StoreError(
-                f"thread {thread_id!r}: chunk #{missing[0]} is missing from the database"
-            )
-        read += len(rows)
+    while not found.done:
+        if found.ids:
+            rows = yield (read_ids, (thread_id, found.ids))
+            with kept.lock:
+                kept.know_ids(found.ids, rows)
+        elif found.units:
+            rows = yield (read_units, (thread_id, found.units))
+            with kept.lock:
+                kept.register_units([*rows, *((None, None, None, k) for k in found.units)])
+        else:
+            seqs = [kept.seq_at(i) for i in found.read]
+            rows, counts = yield (read_rows, (thread_id, *keys, seqs))
+            if len(rows) != len(seqs):
+                missing = sorted(set(seqs) - set(rows))
+                raise StoreError(
+                    f"thread {thread_id!r}: chunk #{missing[0]} is missing from the database"
+                )
+            read += len(rows)
+            with kept.lock:
+                kept.add_rows(found.read, rows, counts if tokenizer_key is not None else {})
         with kept.lock:
-            kept.add_rows(found.read, rows, counts if tokenizer_key is not None else {})
             found = plan(kept, options, filters, count)
     with kept.lock:
         state, fresh = _reach_state(kept, found.reach, thread_id)
         reused = _seed(kept, builder, tokenizer, counts_key, state, fresh)
         inner = builder.build(state, options=options)
         counted = _new_counts(kept, builder, tokenizer, state)
-    result = attrs.evolve(inner, exclusions=paged_exclusions(kept, filters, inner))
+    version = (kept.created_at, kept.batch, len(kept))
+    if lister is None:
+        listed = yield (read_light, (thread_id, *version))
+        exclusions = paged_exclusions(kept, filters, inner, lambda: listed)
+    else:
+        exclusions = paged_exclusions(kept, filters, inner, partial(lister, *version))
+    result = attrs.evolve(inner, exclusions=exclusions)
     return kept, PagedBuilt(result, counted, reused, len(kept), read)
 
 
@@ -362,4 +315,4 @@ def _new_counts(
         counts.setdefault(index[position], tokens)
     new = [i for i in index if i in counts and i not in stored]
     stored.update(new)
-    return {thread.seqs[i]: counts[i] for i in new}
+    return {thread.seq_at(i): counts[i] for i in new}

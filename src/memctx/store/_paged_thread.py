@@ -9,10 +9,10 @@ last built, the chunks and counts read for it. See :mod:`._paged`.
 
 from __future__ import annotations
 
+import bisect
 import threading
 import weakref
 from collections.abc import Hashable
-from operator import itemgetter
 from typing import Any
 
 import attrs
@@ -21,18 +21,10 @@ from sqlmodel import Session
 from memctx._build.builder import ContextBuilder
 from memctx._chunk import Chunk, ChunkType
 from memctx._state import MemoryState
-from memctx.store._queries import (
-    check_thread_id,
-    counts_by_seq,
-    get_batch,
-    thread_version,
-)
-from memctx.store._row_reads import (
-    appended_since,
-    rows_by_seq,
-    visible_light_rows,
-)
-from memctx.store._schema import row_to_chunk, unit_columns
+from memctx.store._paged_reads import LightRow, Window, read_units, read_window
+from memctx.store._queries import check_thread_id, counts_by_seq
+from memctx.store._row_reads import appended_since, rows_by_seq
+from memctx.store._schema import row_to_chunk
 
 
 @attrs.frozen
@@ -43,37 +35,39 @@ class Start:
     batch: int
     after_seq: int
     """The highest appended sequence number seen (the next build reads those after it)."""
-    light: list[tuple[Any, ...]] | None
-    """The light index of the visible rows; None when the kept thread is still current."""
+    window: Window | None
+    """The cold read of the thread; None when the kept thread is still current."""
     appended: list[Any]
     """Rows appended since the kept thread was read (with content)."""
     counts: dict[int, int]
     """Stored counts of the appended rows, by sequence number."""
+    units: list[LightRow] = attrs.Factory(list)
+    """Every member of the units of appended rows the kept thread did not know."""
 
 
 def read_start(
     session: Session,
     thread_id: str,
-    kept: tuple[object, int, int] | None,
+    kept: PagedThread | None,
     tokenizer: str | None,
     renderer: str,
 ) -> Start:
-    """The thread's light index, or (``kept`` = created_at, batch, after_seq still current)
-    only the rows appended since."""
+    """The thread's window (:func:`read_window`), or (the ``kept`` thread still current)
+    only the rows appended since, with the members of units it does not know."""
     check_thread_id(thread_id)
-    if kept is None:
-        created_at, batch_number = thread_version(session, thread_id)
-    else:
-        version, rows, counts = appended_since(session, thread_id, kept[2], tokenizer, renderer)
+    if kept is not None:
+        after = kept.after_seq
+        version, rows, counts = appended_since(session, thread_id, after, tokenizer, renderer)
         created_at, batch_number = version
-        if kept[0] == created_at and kept[1] == batch_number:
-            after = rows[-1].seq if rows else kept[2]
-            return Start(created_at, batch_number, after, None, rows, counts)
-    batch = get_batch(session, thread_id, batch_number)
-    light = visible_light_rows(session, batch)
-    base = 0 if batch.view is None else batch.base_seq
-    after = max([base, *(r[0] for r in light[-1:] if r[0] > base)])
-    return Start(created_at, batch_number, after, light, [], {})
+        if kept.created_at == created_at and kept.batch == batch_number:
+            with kept.lock:
+                known = kept.members.keys()
+                keys = {r.unit_key for r in rows if r.unit_key is not None} - known
+            units = read_units(session, thread_id, sorted(keys)) if keys else []
+            last = rows[-1].seq if rows else after
+            return Start(created_at, batch_number, last, None, rows, counts, units)
+    window = read_window(session, thread_id, tokenizer, renderer)
+    return Start(window.created_at, window.batch, window.last, window, [], {})
 
 
 def read_rows(
@@ -88,10 +82,13 @@ def read_rows(
 
 
 class PagedThread:
-    """What a store keeps of a thread between paged builds: its light index and reach.
+    """What a store keeps of a thread between paged builds: what it knows of its rows.
 
-    The index lists only grow (rows appended to the thread); a view change
-    or a new thread under the same id makes a new one.
+    Positions are the visible order: the batch's view, then the rows appended
+    after its base up to ``after_seq`` (:meth:`seq_at`). Of each position the
+    thread knows the light columns only once read (``ids``, ``types``,
+    ``units``, ``openers``: dicts by position), and every pinned, SYSTEM and
+    waiting one. A view change or a new thread under the same id makes a new one.
     """
 
     def __init__(self, created_at: object, batch: int, after_seq: int) -> None:
@@ -99,19 +96,25 @@ class PagedThread:
         self.created_at = created_at
         self.batch = batch
         self.after_seq = after_seq
-        self.seqs: list[int] = []
-        self.ids: list[str] = []
-        self.types: list[str] = []
-        self.units: list[str | None] = []
-        self.openers: list[bool] = []
+        self.view: list[int] = []
+        self.view_positions: dict[int, int] = {}
+        self.base = 0
+        self.gaps: list[int] = []
+        """Sequence numbers after ``base`` that are not visible (not appended), sorted."""
+        self.length = 0
+        self.ids: dict[int, str] = {}
+        self.types: dict[int, str] = {}
+        self.units: dict[int, str | None] = {}
+        self.openers: dict[int, bool] = {}
+        self.positions: dict[str, int] = {}
+        self.looked_up: set[str] = set()
+        """Chunk ids looked up in the database (found or not)."""
         self.system: list[int] = []
         self.flagged: list[int] = []
-        self.first: dict[str, int] = {}
-        self.answered: set[str] = set()
         self.pending: set[int] = set()
+        self.answered: set[str] = set()
         self.members: dict[str, list[int]] = {}
-        """Every member of a unit, for the units looked up so far (kept current)."""
-        self.positions: dict[str, int] | None = None
+        """Every visible member of a unit, for the units looked up so far (kept current)."""
         # What was read: chunks and counts by index; counts under ``counts_key``.
         self.chunks: dict[int, Chunk] = {}
         self.counts_key: Hashable = None
@@ -129,79 +132,154 @@ class PagedThread:
         return self.created_at, self.batch, self.after_seq
 
     def __len__(self) -> int:
-        return len(self.seqs)
+        return self.length
 
-    # -- the light index ------------------------------------------------------------------
+    # -- positions and sequence numbers ---------------------------------------------------
+
+    def seq_at(self, position: int) -> int:
+        """The sequence number of a visible position."""
+        if position < len(self.view):
+            return self.view[position]
+        k, gaps = position - len(self.view), self.gaps
+        seq = self.base + 1 + k
+        while True:
+            moved = self.base + 1 + k + bisect.bisect_right(gaps, seq)
+            if moved == seq:
+                return seq
+            seq = moved
+
+    def position_at(self, seq: int) -> int | None:
+        """The visible position of a sequence number (None: not visible)."""
+        if seq > self.after_seq:
+            return None
+        if seq <= self.base:
+            return self.view_positions.get(seq)
+        gap = bisect.bisect_left(self.gaps, seq)
+        if gap < len(self.gaps) and self.gaps[gap] == seq:
+            return None
+        return len(self.view) + seq - self.base - 1 - gap
+
+    # -- what is known of the rows ---------------------------------------------------------
 
     @classmethod
-    def from_light(cls, start: Start) -> PagedThread:
-        thread = cls(start.created_at, start.batch, start.after_seq)
-        light = start.light or []
-        # Column by column: a thread may have 100,000 rows.
-        thread.seqs = list(map(itemgetter(0), light))
-        thread.ids = list(map(itemgetter(1), light))
-        thread.types = types = list(map(itemgetter(2), light))
-        thread.units = units = list(map(itemgetter(3), light))
-        thread.openers = openers = list(map(itemgetter(4), light))  # bools, or 0 and 1 (SQLite)
-        thread.flagged = [i for i, pinned in enumerate(map(itemgetter(5), light)) if pinned]
-        thread.system = [i for i, kind in enumerate(types) if kind == "SYSTEM"]
-        first: dict[str, int] = {}
-        answered: set[str] = set()
-        for i, unit in enumerate(units):
-            if unit is not None:
-                first.setdefault(unit, i)
-                if not openers[i]:
-                    answered.add(unit)
-        thread.first, thread.answered = first, answered
-        thread.pending = {i for u, i in first.items() if u not in answered and openers[i]}
+    def from_window(cls, window: Window) -> PagedThread:
+        thread = cls(window.created_at, window.batch, window.last)
+        view = window.view or []
+        thread.view, thread.base = view, window.base
+        thread.view_positions = dict(zip(view, range(len(view)), strict=True))
+        thread.gaps = sorted(
+            r[0] for r in window.special if r[6] != "append" and window.base < r[0] <= window.last
+        )
+        thread.length = len(view) + window.last - window.base - len(thread.gaps)
+        for position, row in enumerate(window.view_light):
+            thread.know(position, row)
+        for row in window.special:
+            found = thread.position_at(row[0])
+            if found is not None:
+                thread.know(found, row)
+        thread.register_units(window.units)
         return thread
+
+    def know(self, position: int, row: LightRow) -> None:
+        """Record a position's light row ``(seq, id, type, unit, opener, pinned, origin)``."""
+        if position in self.ids:
+            return
+        self.ids[position] = row[1]
+        self.types[position] = row[2]
+        self.units[position] = row[3]
+        self.openers[position] = bool(row[4])
+        self.positions[row[1]] = position
+        if row[2] == ChunkType.SYSTEM.value:
+            bisect.insort(self.system, position)
+        if row[5]:
+            bisect.insort(self.flagged, position)
+
+    def know_ids(self, ids: list[str], rows: list[LightRow]) -> None:
+        """Record the rows found for chunk ids looked up."""
+        self.looked_up.update(ids)
+        for row in rows:
+            position = self.position_at(row[0])
+            if position is not None:
+                self.know(position, row)
+
+    def register_units(self, rows: list[LightRow]) -> None:
+        """Record every member of some units (rows of each unit's members, any order; a
+        row ``(None, None, None, key)`` names a unit looked up)."""
+        found: dict[str, list[int]] = {}
+        for row in rows:
+            found.setdefault(row[3], [])
+            if row[0] is None:  # a unit looked up (it may have no member)
+                continue
+            position = self.position_at(row[0])
+            if position is not None:
+                self.know(position, row)
+                found[row[3]].append(position)
+        for key, positions in found.items():
+            positions.sort()
+            self.members[key] = positions
+            if any(not self.openers[i] for i in positions):
+                self.answered.add(key)
+            if positions and key not in self.answered:
+                self.pending.add(positions[0])
 
     def extend(self, start: Start) -> None:
         """Add the rows appended since (with their content and stored counts)."""
+        fresh = {r[3] for r in start.units}
         for row in start.appended:
             if row.seq <= self.after_seq:  # read by a build that ran meanwhile
                 continue
-            chunk = row_to_chunk(row)
-            light = unit_columns(chunk)
-            i = len(self.seqs)
-            self.seqs.append(row.seq)
-            self.ids.append(chunk.id)
-            self.types.append(chunk.type.value)
-            unit: str | None = light["unit_key"]
-            opener: bool = light["unit_opener"]
-            self.units.append(unit)
-            self.openers.append(opener)
-            if self.positions is not None:
-                self.positions[chunk.id] = i
-            if chunk.type is ChunkType.SYSTEM:
-                self.system.append(i)
-            if light["pinned"]:
-                self.flagged.append(i)
-            if unit is not None:
-                first = self.first.setdefault(unit, i)
-                if opener and first == i:
+            self.gaps.extend(range(self.after_seq + 1, row.seq))  # not appended: not visible
+            self.after_seq = row.seq
+            i = self.length
+            self.length += 1
+            self.know(
+                i,
+                (
+                    row.seq,
+                    row.chunk_id,
+                    row.type,
+                    row.unit_key,
+                    row.unit_opener,
+                    row.pinned,
+                    row.origin,
+                ),
+            )
+            unit = row.unit_key
+            known = None if unit is None or unit in fresh else self.members.get(unit)
+            if known is not None:
+                if not known and row.unit_opener:
                     self.pending.add(i)
-                elif not opener:
+                elif not row.unit_opener:
                     self.answered.add(unit)
-                    self.pending.discard(first)
-                known = self.members.get(unit)
-                if known is not None:
-                    known.append(i)
-                elif first == i:
-                    self.members[unit] = [i]
-            self.chunks[i] = chunk
+                    self.pending.discard(known[0] if known else i)
+                known.append(i)
+            self.chunks[i] = row_to_chunk(row)
             count = start.counts.get(row.seq)
             if count is not None and self.counts_key is not None:
                 self.counts[i] = count
                 self.stored.add(i)
+        self.register_units(start.units)
         self.after_seq = max(self.after_seq, start.after_seq)
 
     def add_rows(self, indexes: list[int], rows: dict[int, Any], counts: dict[int, int]) -> None:
         """Add the rows read for ``indexes`` (by sequence number), with their stored counts."""
         for i in indexes:
-            seq = self.seqs[i]
+            seq = self.seq_at(i)
+            row = rows[seq]
             if i not in self.chunks:
-                self.chunks[i] = row_to_chunk(rows[seq])
+                self.chunks[i] = row_to_chunk(row)
+            self.know(
+                i,
+                (
+                    seq,
+                    row.chunk_id,
+                    row.type,
+                    row.unit_key,
+                    row.unit_opener,
+                    row.pinned,
+                    row.origin,
+                ),
+            )
             count = counts.get(seq)
             if count is not None:
                 self.counts[i] = count
@@ -216,16 +294,9 @@ class PagedThread:
             self.reach, self.reach_index = None, []
 
     def position_of(self, chunk_id: str) -> int | None:
-        if self.positions is None:
-            self.positions = dict(zip(self.ids, range(len(self.ids)), strict=True))
+        """The position of a chunk id, if known to be visible."""
         return self.positions.get(chunk_id)
 
     def members_of(self, keys: set[str]) -> list[int]:
-        """Every index of the units ``keys``."""
-        missing = keys.difference(self.members)
-        if missing:
-            found: dict[str, list[int]] = {key: [] for key in missing}
-            for i in [i for i, u in enumerate(self.units) if u in missing]:
-                found[self.units[i]].append(i)  # type: ignore[index]
-            self.members.update(found)
+        """Every index of the units ``keys`` (which must have been looked up)."""
         return [i for key in keys for i in self.members[key]]

@@ -54,6 +54,7 @@ from memctx.store._schema import (
     row_values,
 )
 from memctx.store._search_index import index_rows
+from memctx.store._waiting import analyze_if_due, track_waiting
 
 R = TypeVar("R")
 
@@ -73,6 +74,7 @@ _COUNT_INSERTS: Final = {
     "postgresql": pg_insert(TokenCountRow.__table__).on_conflict_do_nothing(),  # type: ignore[attr-defined]
     "sqlite": sqlite_insert(TokenCountRow.__table__).on_conflict_do_nothing(),  # type: ignore[attr-defined]
 }
+
 _MOVE_LAST_SEQ: Final = (
     update(ThreadRow)
     .where(col(ThreadRow.id) == bindparam("thread_id"))
@@ -80,6 +82,11 @@ _MOVE_LAST_SEQ: Final = (
 )
 _INSERT_CHUNKS: Final = insert(ChunkRow.__table__)  # type: ignore[attr-defined]
 _INSERT_EVENT: Final = insert(EventRow.__table__)  # type: ignore[attr-defined]
+_IDS_STORED: Final = select(col(ChunkRow.chunk_id)).where(
+    col(ChunkRow.thread_id) == bindparam("thread_id"),
+    col(ChunkRow.chunk_id).in_(bindparam("ids", expanding=True)),
+)
+
 _COUNTS_BY_SEQ: Final = select(col(TokenCountRow.seq), col(TokenCountRow.tokens)).where(
     col(TokenCountRow.thread_id) == bindparam("thread_id"),
     col(TokenCountRow.tokenizer) == bindparam("tokenizer"),
@@ -224,7 +231,12 @@ def split_existing(
     different chunk stored under one of the ids is a
     :class:`ChunkConflictError`. One query per 500 chunks, whatever the outcome.
     """
-    existing = rows_by_chunk_id(session, thread_id, list(prepared))
+    stored = [
+        chunk_id
+        for part in in_parts(list(prepared))
+        for (chunk_id,) in raw_rows(session, _IDS_STORED, {"thread_id": thread_id, "ids": part})
+    ]
+    existing = rows_by_chunk_id(session, thread_id, stored) if stored else {}
     for chunk_id, row in existing.items():
         fields = differing_fields(row_values(row), prepared[chunk_id])
         if fields:
@@ -261,6 +273,7 @@ def insert_chunks(
             ],
         )
         index_rows(connection, thread_id, first_seq + start, [values for values, _, _ in part])
+        track_waiting(connection, thread_id, first_seq + start, part)
         if advance is not None:
             advance(len(part))
 
@@ -287,6 +300,7 @@ def store_new(
     last = first + len(new) - 1
     session.connection().execute(_MOVE_LAST_SEQ, {"thread_id": thread.id, "last_seq": last})
     set_committed_value(thread, "last_seq", last)
+    analyze_if_due(session, first - 1, last)
     return list(range(first, first + len(new)))
 
 

@@ -24,6 +24,8 @@ R = TypeVar("R")
 
 IN_CHUNK: Final = 500  # values per IN (...) list: well under every backend's parameter limit
 _COLUMNS: Final = tuple(col(c) for c in ChunkRow.__table__.columns)  # type: ignore[attr-defined]
+CHUNK_COLUMNS: Final = _COLUMNS
+"""Every column of a chunk row."""
 _OF_THREAD: Final = col(ChunkRow.thread_id) == bindparam("thread_id")
 _ALL_ROWS: Final = select(*_COLUMNS).where(_OF_THREAD)
 _HISTORY: Final = _ALL_ROWS.order_by(col(ChunkRow.seq))
@@ -73,6 +75,7 @@ _LIGHT: Final = tuple(
         ChunkRow.unit_key,
         ChunkRow.unit_opener,
         ChunkRow.pinned,
+        ChunkRow.origin,
     )
 )
 _LIGHT_APPENDED: Final = select(*_LIGHT).where(_OF_THREAD, *_APPENDED).order_by(col(ChunkRow.seq))
@@ -164,7 +167,11 @@ def visible_rows(session: Session, batch: BatchRow) -> list[Row[Any]]:
 
 
 def appended_since(
-    session: Session, thread_id: str, seq: int, tokenizer: str | None, renderer: str
+    session: Session,
+    thread_id: str,
+    seq: int,
+    tokenizer: str | None,
+    renderer: str,
 ) -> tuple[tuple[Any, int], list[Row[Any]], dict[int, int]]:
     """In one statement: the thread's ``(created_at, batch)``, the rows appended after
     sequence number ``seq`` in order, and their counts stored under ``tokenizer`` (None:
@@ -179,12 +186,14 @@ def appended_since(
     return version, rows, counts
 
 
-def visible_light_rows(session: Session, batch: BatchRow) -> list[tuple[Any, ...]]:
-    """``(seq, chunk_id, type, unit_key, unit_opener, pinned)`` of the rows visible in
-    ``batch``, in view order: what a paged build reads of every chunk (no content)."""
+def visible_light_rows(
+    session: Session, batch: BatchRow, *, view_only: bool = False
+) -> list[tuple[Any, ...]]:
+    """``(seq, chunk_id, type, unit_key, unit_opener, pinned, origin)`` of the rows
+    visible in ``batch``, in view order (no content); ``view_only``: those of its view."""
     view = batch_view(batch)
     params = {"thread_id": batch.thread_id, "base_seq": 0 if view is None else batch.base_seq}
-    appended = raw_rows(session, _LIGHT_APPENDED, params)
+    appended = [] if view_only else raw_rows(session, _LIGHT_APPENDED, params)
     if view is None:
         return appended
     found: dict[int, tuple[Any, ...]] = {}

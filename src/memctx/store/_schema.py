@@ -28,6 +28,10 @@ Five tables, all prefixed ``memctx_`` so the store can share a database:
     What happened to a thread (``context.built``, ``view.changed``, ...).
 ``memctx_token_counts``
     Token counts per chunk, tokenizer ``cache_key`` and renderer fingerprint.
+``memctx_waiting``
+    The appended unit openers no appended answer followed yet (:class:`WaitingRow`).
+    With the partial indexes of pinned, SYSTEM and not-appended chunks and of unit
+    members, it lets a paged build read a window of the thread, not every row.
 ``memctx_search`` and ``memctx_search_threads``
     The full-text index of every stored chunk and each thread's search key,
     made by :mod:`memctx.store._search_index` with the database's own engine
@@ -57,6 +61,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.orm import registry
 from sqlalchemy.types import TypeEngine
@@ -68,7 +73,7 @@ from memctx._units import unit_role
 from memctx._validators import STORE_FORBIDDEN
 from memctx.statefile import chunk_from_dict
 
-SCHEMA_VERSION: Final = 4
+SCHEMA_VERSION: Final = 5
 """The version of the tables above; an older database is migrated, a newer one refused."""
 
 ORIGINS: Final = frozenset({"append", "insert", "replace", "view"})
@@ -162,6 +167,35 @@ LIGHT_INDEX_COLUMNS: Final = (
 """A covering index of what a paged build reads of every visible chunk: the database
 reads it without touching the rows, whose content may be long."""
 
+SPECIAL_ROWS: Final = "(pinned OR type = 'SYSTEM' OR origin <> 'append')"
+"""The rows every paged build reads (pinned, SYSTEM, or not appended), as the predicate of
+their partial index ``memctx_chunks_special`` and of the query that reads them (the same
+text, so that SQLite and PostgreSQL use the index)."""
+
+UNIT_ROWS: Final = "unit_key IS NOT NULL"
+"""The predicate of the partial index ``memctx_chunks_unit`` (the members of a unit)."""
+
+
+def paged_indexes() -> tuple[Index, ...]:
+    """The partial indexes a paged build reads through (schema version 5)."""
+    return (
+        Index(
+            "memctx_chunks_special",
+            "thread_id",
+            "seq",
+            sqlite_where=text(SPECIAL_ROWS),
+            postgresql_where=text(SPECIAL_ROWS),
+        ),
+        Index(
+            "memctx_chunks_unit",
+            "thread_id",
+            "unit_key",
+            "seq",
+            sqlite_where=text(UNIT_ROWS),
+            postgresql_where=text(UNIT_ROWS),
+        ),
+    )
+
 
 class ChunkRow(StoreModel, table=True):
     """One stored chunk. Rows are written once and never changed."""
@@ -171,6 +205,7 @@ class ChunkRow(StoreModel, table=True):
         UniqueConstraint("thread_id", "chunk_id", name="memctx_chunks_thread_chunk_id"),
         ForeignKeyConstraint(["thread_id"], ["memctx_threads.id"], ondelete="CASCADE"),
         Index("memctx_chunks_light", *LIGHT_INDEX_COLUMNS),
+        *paged_indexes(),
     )
 
     thread_id: str = Field(primary_key=True)
@@ -190,6 +225,24 @@ class ChunkRow(StoreModel, table=True):
     unit_key: str | None = None
     unit_opener: bool = False
     pinned: bool = False
+
+
+class WaitingRow(StoreModel, table=True):
+    """An appended unit opener (a tool call, a sub-agent's start) that no appended answer
+    followed yet: the units a paged build must look at for calls still waiting.
+
+    Written with the opener; the rows of a unit are deleted when an answer of it is
+    appended (:func:`memctx.store._queries.insert_chunks`).
+    """
+
+    __tablename__ = "memctx_waiting"
+    __table_args__ = (
+        ForeignKeyConstraint(["thread_id"], ["memctx_threads.id"], ondelete="CASCADE"),
+    )
+
+    thread_id: str = Field(primary_key=True)
+    unit_key: str = Field(primary_key=True)
+    seq: int = Field(primary_key=True)
 
 
 class BatchRow(StoreModel, table=True):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from functools import partial
 from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, Self, TypeVar, Unpack
 
 from sqlalchemy import Engine
@@ -39,15 +38,19 @@ from memctx.store import (
 )
 from memctx.store._context_ops import compact_thread, compress_thread, step_thread
 from memctx.store._engine import (
+    build_record_engine,
     create_store_engine,
     database_error,
     describe,
     ensure_schema,
+    in_memory,
     read_engine,
     resolve_url,
     retry_busy,
     write_engine,
 )
+from memctx.store._paged_reads import read_light
+from memctx.store._paged_record import paged_in_one
 from memctx.store._records import Batch, StoredChunk, StoreEvent, ThreadInfo
 from memctx.store._search import DEFAULT_LIMIT, SearchHit
 from memctx.store._thread_ops import MakeChunks
@@ -80,6 +83,9 @@ class MemoryStore:
         self._engine = create_store_engine(self._url)
         self._write = write_engine(self._engine)
         self._read = read_engine(self._engine)
+        self._build_write = build_record_engine(self._engine)
+        self._in_memory = self._engine.dialect.name == "sqlite" and in_memory(self._url)
+        self._closed = False
         self._builder: ContextBuilder | None = None
         self._built_states = _build.BuiltStates()
         try:
@@ -130,8 +136,12 @@ class MemoryStore:
         return _build.builder_to_use(builder, lambda: self.builder)
 
     def close(self) -> None:
-        """Close every connection. The store must not be used afterwards."""
+        """Close every connection. The store must not be used afterwards (a build's
+        left-out list, read when first asked for, is still read: it opens and closes a
+        connection of its own)."""
+        self._closed = True
         self._engine.dispose()
+        self._build_write.engine.dispose()
 
     def __enter__(self) -> Self:
         return self
@@ -144,14 +154,15 @@ class MemoryStore:
 
     def _run(
         self,
-        write: bool,
+        write: bool | Engine,
         operation: Callable[Concatenate[Session, P], R],
         *args: P.args,
         **kwargs: P.kwargs,
     ) -> R:
         """Run ``operation(session, *args)`` in one transaction, committed when it returns,
-        rolled back if it raises; run again while SQLite is busy (see :func:`retry_busy`)."""
-        bind = self._write if write else self._read
+        rolled back if it raises; run again while SQLite is busy (see :func:`retry_busy`).
+        ``write`` is True for a write transaction, or the engine to write with."""
+        bind = write if isinstance(write, Engine) else self._write if write else self._read
 
         def attempt() -> R:
             with (
@@ -556,13 +567,22 @@ class MemoryStore:
         keys = _build.cache_keys(builder, parsed)
         if _paged.pageable(parsed):
             kept = self._built_states.get_paged(thread_id)
-            steps = _paged.paged_build(kept, thread_id, builder, parsed, keys)
-            kept, paged = _build.drive(steps, partial(self._run, False))
-            self._run(
-                True,
-                _build.record_build,
+
+            def lister(created_at: object, batch: int, length: int) -> tuple[list[str], list[str]]:
+                listed = self._run(False, read_light, thread_id, created_at, batch, length)
+                if self._closed:  # asked after close: leave no connection open
+                    self._engine.dispose()
+                return listed
+
+            kept, paged = self._run(
+                self._build_write,
+                paged_in_one,
                 thread_id,
-                _build.paged_built(builder, parsed, kept, paged),
+                kept,
+                builder,
+                parsed,
+                keys,
+                None if self._in_memory else lister,
             )
             self._built_states.put_paged(thread_id, kept)
             return paged.result

@@ -1,0 +1,85 @@
+"""A paged build through :class:`~memctx.store.MemoryStore`: one transaction, or none.
+
+On SQLite, one write transaction (``BEGIN IMMEDIATE``: no other write lands between
+the build's reads) holds the reads, the build, and the new counts with the
+``context.built`` event. On PostgreSQL, no transaction: each read is one statement
+bounded by what cannot change (the batch read first, whose rows are never rewritten,
+and the thread's last sequence number then), and the counts and the event are written
+by one statement; a rebuild after an append is two round trips. Both commit without
+waiting for the disk (:func:`~memctx.store._engine.build_record_engine`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Any, Final, TypeVar
+
+from sqlalchemy import text
+from sqlmodel import Session
+
+from memctx._build.builder import ContextBuilder
+from memctx._build.options import BuildOptions
+from memctx.store._build import Built, drive, paged_built, record_build
+from memctx.store._paged import PagedBuilt, paged_build
+from memctx.store._paged_rows import Lister
+from memctx.store._paged_thread import PagedThread
+from memctx.store._queries import check_payload
+from memctx.store._records import CONTEXT_BUILT
+from memctx.store._schema import now
+
+T = TypeVar("T")
+
+
+def paged_in_one(
+    session: Session,
+    thread_id: str,
+    kept: PagedThread | None,
+    builder: ContextBuilder,
+    options: BuildOptions,
+    keys: tuple[str | None, str],
+    lister: Lister | None,
+) -> tuple[PagedThread, PagedBuilt]:
+    """A paged build: its reads, the build, then the new counts and the ``context.built``
+    event, in the caller's session (see the module docstring)."""
+    steps = paged_build(kept, thread_id, builder, options, keys, lister)
+    kept, built = drive(steps, partial(_in_session, session))
+    record = paged_built(builder, options, kept, built)
+    if session.connection().dialect.name == "postgresql":
+        _record_in_one(session, thread_id, record)
+    else:
+        record_build(session, thread_id, record, lock=False)
+    return kept, built
+
+
+_RECORD_PG: Final = text(
+    "WITH counted AS (INSERT INTO memctx_token_counts (thread_id, seq, tokenizer, renderer,"
+    " tokens) SELECT :thread_id, s, :tokenizer, :renderer, t"
+    " FROM unnest(CAST(:seqs AS integer[]), CAST(:tokens AS integer[])) AS u (s, t)"
+    " ON CONFLICT DO NOTHING)"
+    " INSERT INTO memctx_events (thread_id, kind, payload, created_at)"
+    " VALUES (:thread_id, :kind, :payload, :created_at)"
+)
+
+
+def _record_in_one(session: Session, thread_id: str, built: Built) -> None:
+    """:func:`record_build` on PostgreSQL in one statement."""
+    kind, payload = check_payload(CONTEXT_BUILT, built.payload)
+    counted = sorted(built.counted.items()) if built.tokenizer is not None else []
+    session.connection().execute(
+        _RECORD_PG,
+        {
+            "thread_id": thread_id,
+            "tokenizer": built.tokenizer or "",
+            "renderer": built.renderer,
+            "seqs": [s for s, _ in counted],
+            "tokens": [t for _, t in counted],
+            "kind": kind,
+            "payload": payload,
+            "created_at": now(),
+        },
+    )
+
+
+def _in_session(session: Session, function: Callable[..., T], *arguments: Any) -> T:
+    return function(session, *arguments)
