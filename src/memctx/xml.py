@@ -36,10 +36,11 @@ need no change. Called outside any builder or :func:`content_mode` block,
 
 **Attribute modes.** ``"seed"`` (a builder's default, :data:`DEFAULT_ATTRIBUTE_MODE`)
 writes every attribute of the reference XML. ``"lean"`` leaves out the attributes
-that the tag or the message already say: a ``role`` equal to the message's role, and an ``action`` or ``subtype`` that the tag
-stands for (``<tool_call>`` is always ``action="tool_call"``, ``<thinking>``
-always ``subtype="THINKING"``). Choose it per builder (``create_builder(attributes="lean")``);
-renderers read it with :func:`lean_attributes` (the built-in ones and every
+that the tag or the message already say: a ``role`` equal to the message's role,
+and an ``action`` or ``subtype`` that the tag stands for (``<tool_call>`` is
+always ``action="tool_call"``, ``<thinking>`` always ``subtype="THINKING"``).
+Choose it per builder (``create_builder(attributes="lean")``); renderers read it
+with :func:`lean_attributes` (the built-in ones and every
 :class:`~memctx.DeclaredRenderer` do). Outside a builder or
 :func:`attribute_mode` block it is ``"seed"``.
 """
