@@ -82,3 +82,19 @@ def anthropic_request(
             message["content"][index]["cache_control"] = ephemeral()
         break
     return request
+
+
+def provider_request(
+    provider: str,
+    result: ContextBuildResult,
+    task: Chunk | None,
+    builder: ContextBuilder,
+    tools: str,
+) -> dict[str, Any]:
+    """The keyword arguments of ``provider``'s SDK call for ``result``."""
+    if provider == "anthropic":
+        return anthropic_request(result, task, builder, tools)
+    if provider == "gemini":
+        gemini: dict[str, Any] = result.to_gemini(tools=tools)
+        return gemini
+    return {"messages": result.to_openai(tools=tools)}
