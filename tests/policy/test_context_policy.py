@@ -94,16 +94,25 @@ class TestStructure:
 
 
 class TestRequest:
-    def test_anthropic_marks_at_most_four_breakpoints_one_on_the_task(self) -> None:
+    def test_anthropic_marks_at_most_four_breakpoints_one_ending_the_stable_prefix(
+        self,
+    ) -> None:
         step = agent_loop(policy(), 40)[-1]
         request = step.request
         marks = [b for m in request["messages"] if isinstance(m["content"], list)
                  for b in m["content"] if "cache_control" in b]  # fmt: skip
         system_marks = [b for b in request["system"] if "cache_control" in b]
         assert 1 <= len(marks) + len(system_marks) <= 4
-        assert "do not touch the API" in marks[0]["text"]
-        assert "<user_message" in marks[0]["text"]
-        assert "progress_summary" not in marks[0]["text"]
+        first = request["messages"][0]["content"]
+        # The task is a block of its own, each summary after it another; the mark ends them.
+        assert "do not touch the API" in first[0]["text"]
+        assert "progress_summary" not in first[0]["text"]
+        assert marks[0]["text"].startswith("<progress_summary")
+        summaries = [c for c in step.state if is_compaction_summary(c)]
+        assert summaries
+        assert marks[0] is first[len(summaries)]
+        assert marks[0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+        assert [b["cache_control"] for b in system_marks] == [{"type": "ephemeral", "ttl": "1h"}]
 
     def test_openai_gets_messages(self) -> None:
         step = ContextPolicy("gpt-4o", max_tokens=4000).step(run_of(3))

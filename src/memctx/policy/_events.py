@@ -11,7 +11,7 @@ per-chunk counts and total, and returns them after the event (or unchanged), app
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING, Final
 
 import attrs
@@ -21,17 +21,24 @@ from memctx._build.compress_step import apply_compressors
 from memctx._build.counts import chunk_tokens
 from memctx._chunk import Chunk, ChunkType
 from memctx._state import MemoryState
-from memctx.compress._compaction import place_summary, plan_compaction, summary_input
+from memctx.compress._compaction import (
+    CompactionPlan,
+    is_compaction_summary,
+    place_summary,
+    plan_compaction,
+)
 from memctx.compress._compressors import TrimToolOutputs
 from memctx.policy._profiles import ModelProfile
 from memctx.policy._step import PolicyReport
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
     from memctx.policy._policy import ContextPolicy
 
 _CHARS_PER_TOKEN: Final = 4
+_NEW_SUMMARY_TOKENS: Final = 400
+"""What a compaction's new summary is guessed to add, before it is made."""
+GAP: Final = 0.25
+"""After a forced event the request is brought this fraction of the budget below it."""
 
 Counted = tuple[MemoryState, int, list[int]]
 """A state, its total tokens (with the request's overhead) and its per-chunk counts."""
@@ -51,6 +58,18 @@ def task_position(chunks: Sequence[Chunk]) -> int | None:
         if chunk.type is ChunkType.AGENT and chunk.role == "user":
             return position
     return None
+
+
+def _summary_input(
+    chunks: Sequence[Chunk], plan: CompactionPlan
+) -> tuple[list[Chunk], str | None] | None:
+    """The chunks to summarise and the earlier summaries' text (``None``: nothing new)."""
+    covered = [chunks[i] for i in plan.covered]
+    new = [chunk for chunk in covered if not is_compaction_summary(chunk)]
+    if not new:
+        return None
+    earlier = [chunk.text for chunk in covered if is_compaction_summary(chunk)]
+    return new, "\n\n".join(earlier) if earlier else None
 
 
 def worth(
@@ -114,28 +133,69 @@ def compact(
     counts: list[int],
     total: int,
     overhead: int,
-    keep: int,
+    keep_tokens: int,
     must: bool,
     limit: int,
     growth: float,
     reports: list[PolicyReport],
     now: dt.datetime | None,
 ) -> Generator[Summarize, str | None, Counted]:
-    """Summarise all but the newest ``keep`` tokens (asks its driver for the summary)."""
+    """Summarise all but the newest ``keep_tokens`` (asks its driver for the summary)."""
+    chunks = state.chunks
+    summaries = [i for i, chunk in enumerate(chunks) if is_compaction_summary(chunk)]
+    # Anchored: a new summary is appended after the earlier ones, which stay as they are
+    # (and in the cache), until together they outgrow their share of the budget, or
+    # the request cannot get far enough under it without folding them; then they are
+    # folded into one.
+    merge = not summaries or sum(counts[i] for i in summaries) > policy.summary_cap
+    while True:
+        outcome = yield from _compact_once(
+            policy, state, counts, total, overhead, keep_tokens, must, limit, growth, merge, now
+        )
+        if outcome is not None:
+            counted, report = outcome
+            if report is not None:
+                reports.append(report)
+            return counted
+        merge = True  # the summaries kept as they are leave the request over the budget
+
+
+def _compact_once(
+    policy: ContextPolicy,
+    state: MemoryState,
+    counts: list[int],
+    total: int,
+    overhead: int,
+    keep_tokens: int,
+    must: bool,
+    limit: int,
+    growth: float,
+    merge: bool,
+    now: dt.datetime | None,
+) -> Generator[Summarize, str | None, tuple[Counted, PolicyReport | None] | None]:
+    """One try of :func:`compact`; ``None`` when it must be tried again with ``merge``."""
     assert policy.compaction_tokens is not None
     trigger = policy.compaction_tokens[0]
     chunks = state.chunks
     task = task_position(chunks)
-    plan = plan_compaction(chunks, keep, counts, keep=() if task is None else (task,))
-    given = summary_input(state, plan)
+    summaries = [i for i, chunk in enumerate(chunks) if is_compaction_summary(chunk)]
+    unchanged = (state, total, counts)
+    while True:
+        keep = ([] if task is None else [task]) + ([] if merge else summaries)
+        plan = plan_compaction(chunks, keep_tokens, counts, keep=keep)
+        given = _summary_input(chunks, plan)
+        covered = sum(counts[i] for i in plan.covered)
+        previous_tokens = sum(counts[i] for i in plan.covered if is_compaction_summary(chunks[i]))
+        estimate = min(previous_tokens + _NEW_SUMMARY_TOKENS, covered)
+        after = plan.must_keep_tokens + estimate + overhead
+        if merge or not must or after + _NEW_SUMMARY_TOKENS <= limit:
+            break
+        merge = True
     if given is None:
-        return state, total, counts
-    previous_tokens = 0 if plan.previous is None else counts[plan.previous]
-    estimate = min(previous_tokens + 400, sum(counts[i] for i in plan.covered))
-    after = plan.must_keep_tokens + estimate + overhead
+        return unchanged, None
     saved = total - after
     if saved <= 0 and not must:
-        return state, total, counts
+        return unchanged, None
     first = plan.covered[0]
     rewritten = after - overhead - sum(counts[:first])
     if not must and not worth(policy.profile, saved, rewritten, after, min(trigger, limit), growth):
@@ -143,21 +203,23 @@ def compact(
             f"compaction would save about {saved} tokens a request but write {rewritten} "
             "again to the cache: not worth it yet"
         )
-        reports.append(PolicyReport("skipped", reason, total, total))
-        return state, total, counts
+        return unchanged, PolicyReport("skipped", reason, total, total)
     text = yield Summarize(tuple(given[0]), given[1])
     assert text is not None
     new, report = place_summary(state, plan, text, policy.tokenizer, policy.builder, now)
     new_counts = chunk_tokens(counts_of(policy.builder), new, policy.tokenizer)
     new_total = sum(new_counts) + overhead
+    if not merge and summaries and new_total > limit:
+        return None
     if new_total >= total:
         reason = f"a compaction would not make the request smaller ({new_total} tokens)"
-        reports.append(PolicyReport("skipped", reason, total, total))
-        return state, total, counts
+        return unchanged, PolicyReport("skipped", reason, total, total)
     why = "over the budget" if must else f"over the trigger of {trigger} tokens"
-    reason = f"{why}: {len(report.covered_ids)} chunks summarised, the newest {keep} tokens kept"
-    reports.append(PolicyReport("compacted", reason, total, new_total, report))
-    return new, new_total, new_counts
+    reason = (
+        f"{why}: {len(report.covered_ids)} chunks summarised, the newest {keep_tokens} tokens "
+        "kept" + (", the earlier summaries folded in" if merge else "")
+    )
+    return (new, new_total, new_counts), PolicyReport("compacted", reason, total, new_total, report)
 
 
 def trim(

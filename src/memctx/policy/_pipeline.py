@@ -12,25 +12,24 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Generator, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from memctx._build.builder import counts_of
 from memctx._build.counts import chunk_tokens
+from memctx._chunk import Chunk, ChunkType
 from memctx._exceptions import BudgetExceededError, PolicyError
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
+from memctx._units import history_shape
 from memctx.compress._compaction import is_compaction_summary
-from memctx.policy._events import Summarize, clear, compact, task_position, trim
+from memctx.policy._events import GAP, Summarize, clear, compact, task_position, trim
 from memctx.policy._request import provider_request
 from memctx.policy._step import PolicyReport, PolicyStep
 
 if TYPE_CHECKING:
     from memctx.policy._policy import ContextPolicy
-
-_GAP: Final = 0.25
-"""After a forced event the request is brought this fraction of the budget below it."""
 
 
 @attrs.define
@@ -129,7 +128,7 @@ def run_step(
         grown = total - memory.last_total
         memory.growth = grown if memory.growth is None else 0.7 * memory.growth + 0.3 * grown
     growth = memory.growth if memory.growth is not None else budget / 20
-    target = int(limit * (1 - _GAP))
+    target = int(limit * (1 - GAP))
     first_total, first_counts = total, counts
     for attempt in range(2):
         # The estimate can be a little low: when the build still leaves chunks out,
@@ -165,15 +164,16 @@ def run_step(
         if total > limit:
             current, total, counts = trim(policy, current, counts, total, overhead, limit, reports)
             _record(reports, stages, current)
-        result, limit, task = build(policy, current, limit)
+        result, limit, _task = build(policy, current, limit)
         if force or stages or not result.excluded_for("over_budget"):
             break
     request = provider_request(
         policy.profile.provider,
         result,
-        None if task is None else current.chunks[task],
+        stable_prefix(current, result),
         builder,
         policy.tools,
+        policy.stable_ttl,
     )
     included = set(result.included_chunk_ids)
     content = sum(c for ch, c in zip(current, counts, strict=True) if ch.id in included)
@@ -193,11 +193,32 @@ def run_step(
     )
 
 
+def stable_prefix(state: MemoryState, result: ContextBuildResult) -> list[Chunk]:
+    """The chunks a compaction leaves in front, in order: the task, pinned chunks, calls
+    still waiting and the summaries, up to the first chunk a compaction could cover."""
+    included = set(result.included_chunk_ids)
+    shape = history_shape(state.chunks)
+    task = task_position(state.chunks)
+    found: list[Chunk] = []
+    for position, chunk in enumerate(state.chunks):
+        if chunk.type is ChunkType.SYSTEM or chunk.id not in included:
+            continue
+        if (
+            position != task
+            and position not in shape.protected
+            and not (is_compaction_summary(chunk))
+        ):
+            break
+        found.append(chunk)
+    return found
+
+
 def build(
     policy: ContextPolicy, current: MemoryState, limit: int
 ) -> tuple[ContextBuildResult, int, int | None]:
-    """Build ``current`` within ``limit``, the task and a leading summary pinned; the
-    limit is raised (up to the budget) when what must stay needs more."""
+    """Build ``current`` within ``limit``, the task and the summaries pinned (the summaries
+    only while they fit beside the task); the limit is raised (up to the budget) when
+    what must stay needs more."""
     options: dict[str, Any] = {
         "tokenizer": policy.tokenizer,
         "strategy": policy.strategy,
@@ -206,16 +227,19 @@ def build(
     if policy.system_prompt is not None:
         options["system_prompt"] = policy.system_prompt
     task = task_position(current.chunks)
-    pinned = [c.id for c in current.chunks[:3] if is_compaction_summary(c)]
-    if task is not None:
-        pinned.insert(0, current.chunks[task].id)
-    if pinned:
-        options["pinned_chunk_ids"] = tuple(pinned)
-    try:
-        result = policy.builder.build(current, max_tokens=limit, **options)
-    except BudgetExceededError as exc:
-        if exc.needed > policy.budget:
-            raise
-        limit = exc.needed  # what must stay needs more than the calibrated budget
-        result = policy.builder.build(current, max_tokens=limit, **options)
-    return result, limit, task
+    tasks = [] if task is None else [current.chunks[task].id]
+    summaries = [c.id for c in current.chunks if is_compaction_summary(c)]
+    for pinned in (tasks + summaries, tasks + summaries[:1], tasks):
+        if pinned:
+            options["pinned_chunk_ids"] = tuple(pinned)
+        else:
+            options.pop("pinned_chunk_ids", None)
+        try:
+            return policy.builder.build(current, max_tokens=limit, **options), limit, task
+        except BudgetExceededError as exc:
+            if exc.needed <= policy.budget:
+                limit = exc.needed  # what must stay needs more than the calibrated budget
+                return policy.builder.build(current, max_tokens=limit, **options), limit, task
+            if pinned == tasks:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover

@@ -34,7 +34,7 @@ import datetime as dt
 import inspect
 import threading
 from collections.abc import Awaitable, Generator, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import attrs
 
@@ -56,6 +56,9 @@ if TYPE_CHECKING:
 Strategy = Literal["recent", "stable"]
 RecallProvider = Literal["openai", "anthropic", "gemini", "responses"]
 ToolMode = Literal["text", "native"]
+
+_SUMMARY_SHARE: Final = 0.25
+"""The share of the budget the summaries may take together before they are folded."""
 
 
 def _has_recall_hint(summarizer: object) -> bool:
@@ -178,6 +181,11 @@ class ContextPolicy:
         elif recall and _has_recall_hint(summarizer):
             summarizer = attrs.evolve(summarizer, recall_hint=True)  # type: ignore[misc]
         self.summarizer = summarizer
+        self.summary_cap = int(_SUMMARY_SHARE * self.budget)
+        """Tokens the summaries may hold together before a compaction folds them into one."""
+        lifetimes = self.profile.cache.lifetimes
+        self.stable_ttl: str | None = "1h" if 3600.0 in lifetimes[1:] else None
+        """The lifetime of the marks on the system prompt and the stable prefix."""
         self.compaction_tokens: tuple[int, int] | None = None
         if compaction is not None:
             try:
