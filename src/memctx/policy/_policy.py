@@ -174,9 +174,13 @@ class ContextPolicy:
             from memctx.compress._extractive import ExtractiveSummarizer
 
             # About an eighth of the budget (4 characters a token), so that a summary
-            # leaves room for many requests after each compaction.
+            # leaves room for many requests after each compaction; of the assistant's
+            # remarks only the last (the summaries are read on every request: the
+            # commands, errors and files they keep are worth more than prose).
             summarizer = ExtractiveSummarizer(
-                max_chars=min(24_000, max(1_000, self.budget // 2)), recall_hint=recall
+                max_chars=min(24_000, max(1_000, self.budget // 2)),
+                max_decisions=1,
+                recall_hint=recall,
             )
         elif recall and _has_recall_hint(summarizer):
             summarizer = attrs.evolve(summarizer, recall_hint=True)  # type: ignore[misc]

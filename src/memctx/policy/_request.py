@@ -6,16 +6,19 @@ clearings or compactions a policy's request only grows at its end, and a compact
 keeps the system prompt, the task and the earlier summaries in front (it appends a
 new summary after them). That front is the *stable prefix*. So the marks go:
 
-1. on the system prompt, and
-2. on the last block of the stable prefix: the first user message is split into one
+1. on the last block of the stable prefix: the first messages are split into one
    block per stable chunk (the task, then each summary) and one for the rest, so that a
    compaction that appends a summary still finds the earlier ones in the cache (the
    previous stable mark lies within the lookback of the new one);
+2. on the block before the first summary, so that a compaction that folds the
+   summaries into one still reads what comes before them; with no summary yet (or no
+   room), on the system prompt;
 3. on the message before the newest (*write*: the next request repeats it), and
 4. on the newest message when it is a user turn (the model's answer starts a new
    message, so the next request repeats this one whole).
 
-Marks 1 and 2 take the longest lifetime the model offers (``"1h"`` for Claude): the
+Marks 1 and 2 (and the system's) take the longest lifetime the model offers (``"1h"``
+for Claude): the
 stable prefix is read only at the next event, often more than five minutes away, and
 a read of a longer prefix does not refresh a shorter one. (Longer lifetimes must come
 first in a request, and they do.)
@@ -32,6 +35,7 @@ from memctx._build.builder import ContextBuilder, counts_of
 from memctx._chunk import Chunk
 from memctx._result import ContextBuildResult
 from memctx.adapters._cache import ephemeral
+from memctx.compress._compaction import is_compaction_summary
 
 MAX_BREAKPOINTS: Final = 4
 
@@ -54,11 +58,10 @@ def _control(ttl: str | None) -> dict[str, str]:
     return control
 
 
-def _split_stable(messages: list[dict[str, Any]], segments: Sequence[str]) -> dict[str, Any] | None:
+def _split_stable(messages: list[dict[str, Any]], segments: Sequence[str]) -> list[dict[str, Any]]:
     """Split the stable chunks' texts (in order) off the start of the messages, one block
-    each; return the last stable block, or ``None`` when the first message does not start
-    with the first of them."""
-    found: dict[str, Any] | None = None
+    each; return those blocks (as many as were found in order)."""
+    found: list[dict[str, Any]] = []
     todo = list(segments)
     for message in messages:
         if not todo:
@@ -72,14 +75,14 @@ def _split_stable(messages: list[dict[str, Any]], segments: Sequence[str]) -> di
         while todo and text.startswith(todo[0]):
             split.append({"type": "text", "text": todo[0]})
             text = text[len(todo.pop(0)) :]
-        last = len(split) - 1
+        stable = len(split)
         if text:  # the rest keeps the block's mark, if it had one (it ends the message)
             split.append({**first, "text": text})
         else:
             split[-1] = {**first, "text": split[-1]["text"]}
         blocks[0:1] = split
         message["content"] = blocks
-        found = blocks[last]
+        found.extend(blocks[:stable])
         if text or len(blocks) > len(split):
             break
     return found
@@ -94,9 +97,9 @@ def anthropic_request(
 ) -> dict[str, Any]:
     """``result.to_anthropic(cache=True)`` with the marks placed as the module says.
 
-    ``stable``: the chunks of the stable prefix in order (the task, then the leading
-    summaries); ``ttl``: the lifetime of the system and stable marks (``None``: the
-    default five minutes)."""
+    ``stable``: the chunks of the stable prefix in order (the task and other chunks a
+    compaction keeps, then the summaries); ``ttl``: the lifetime of the system and
+    stable marks (``None``: the default five minutes)."""
     request: dict[str, Any] = result.to_anthropic(cache=True, tools=tools)
     messages: list[dict[str, Any]] = request["messages"]
     marked = [
@@ -109,16 +112,23 @@ def anthropic_request(
         if i not in keep:
             messages[i]["content"][-1].pop("cache_control", None)
     system = request.get("system")
-    if ttl is not None and isinstance(system, list):
-        for block in system:
-            if _marked(block):
-                block["cache_control"] = _control(ttl)
-    used = len(keep) + (1 if isinstance(system, list) else 0)
-    if not stable or used >= MAX_BREAKPOINTS:
-        return request
+    system_marks = [b for b in system if _marked(b)] if isinstance(system, list) else []
     render = counts_of(builder).render_chunk
-    block = _split_stable(messages, [render(chunk).segment for chunk in stable])
-    if block is not None and not _marked(block):
+    blocks = _split_stable(messages, [render(chunk).segment for chunk in stable])
+    wanted = blocks[-1:]
+    first_summary = next(
+        (i for i, chunk in enumerate(stable[: len(blocks)]) if is_compaction_summary(chunk)), 0
+    )
+    if first_summary > 0 and blocks[first_summary - 1] is not blocks[-1]:
+        wanted.insert(0, blocks[first_summary - 1])  # a folding of the summaries reads it
+    wanted = [block for block in wanted if not _marked(block)]
+    room = MAX_BREAKPOINTS - len(keep) - len(system_marks)
+    while system_marks and len(wanted) > room:
+        # A stable mark covers the system prompt too (which alone is seldom long enough
+        # to be cached).
+        system_marks.pop().pop("cache_control")
+        room += 1
+    for block in [*system_marks, *wanted[: max(room, 0)]]:
         block["cache_control"] = _control(ttl)
     return request
 
