@@ -7,12 +7,14 @@ import datetime as dt
 import itertools
 from collections.abc import Sequence
 
+import attrs
 import pytest
 from policy_runs import run_of, tool_step
 
-from memctx import Chunk, MemoryState, PolicyError, UnknownModelError, chunks
+from memctx import Chunk, ChunkMetadata, MemoryState, PolicyError, UnknownModelError, chunks
 from memctx.compaction import CompactionPolicy, ExtractiveSummarizer, is_compaction_summary
-from memctx.policy import ClearToolUses, ContextPolicy, PolicyStep
+from memctx.policy import ClearToolUses, ContextPolicy, PolicyStep, model_profile
+from memctx.replay import replay
 
 
 def policy(**options: object) -> ContextPolicy:
@@ -22,7 +24,8 @@ def policy(**options: object) -> ContextPolicy:
         "compaction": CompactionPolicy(trigger=0.8, keep_recent=0.2),
     }
     settings.update(options)
-    return ContextPolicy("claude-sonnet-4-6", **settings)  # type: ignore[arg-type]
+    model = settings.pop("model", "claude-sonnet-4-6")
+    return ContextPolicy(model, **settings)  # type: ignore[arg-type]
 
 
 def agent_loop(p: ContextPolicy, steps: int, size: int = 100) -> list[PolicyStep]:
@@ -93,6 +96,67 @@ class TestStructure:
         assert step.state.get("w") == state.get("w")
 
 
+class TestAnchoredSummaries:
+    @staticmethod
+    def summaries(step: PolicyStep) -> list[Chunk]:
+        return [c for c in step.state if is_compaction_summary(c)]
+
+    def test_a_compaction_appends_its_summary_after_the_earlier_ones(self) -> None:
+        compacted = [s for s in agent_loop(policy(clear_tool_uses=None), 40) if s.compacted]
+        first, second = self.summaries(compacted[0]), self.summaries(compacted[1])
+        assert len(first) == 1
+        assert second[0] == first[0]  # the same chunk: the same text, still in the cache
+        assert len(second) == 2
+        assert [c.id for c in compacted[1].state][:3] == ["sys", "task", first[0].id]
+
+    def test_past_their_share_of_the_budget_the_summaries_are_folded_into_one(self) -> None:
+        p = policy(clear_tool_uses=None)
+        steps = agent_loop(p, 80)
+        folded = [
+            (before, after)
+            for before, after in itertools.pairwise(s for s in steps if s.compacted)
+            if "folded" in after.reports[-1].reason
+        ]
+        assert folded
+        before, after = folded[0]
+        earlier = self.summaries(before)
+        assert sum(before.result.chunk_tokens[c.id] for c in earlier) > p.summary_cap
+        (summary,) = self.summaries(after)
+        covered = summary.metadata.original_count or 0
+        assert covered > sum(c.metadata.original_count or 0 for c in earlier)
+
+    def test_the_first_compaction_folds_nothing(self) -> None:
+        compacted = next(s for s in agent_loop(policy(clear_tool_uses=None), 40) if s.compacted)
+        assert "folded" not in compacted.reports[-1].reason
+
+    def test_a_later_compaction_reads_the_earlier_summaries_from_the_cache(self) -> None:
+        # A system prompt long enough to be cached (Claude Sonnet: from 1,024 tokens).
+        run = MemoryState(
+            [chunks.system("You fix bugs. " * 300, id="sys"), *run_of(0)[1:]], thread_id="run"
+        ).extend(c for n in range(80) for c in tool_step(n, 100))
+        report = replay(run, policy(clear_tool_uses=None, max_tokens=6000))
+        reads = [r.cache_read_tokens for r in report.requests if "compacted" in r.events]
+        # The first reads the system prompt and the task; the next ones also the summaries.
+        assert len(reads) >= 3
+        assert reads[0] > 0
+        assert reads[1] > reads[0]
+        assert report.cache_breaks <= sum(bool(r.events) for r in report.requests)
+
+    def test_summaries_too_large_for_the_budget_are_folded_not_sent_over_it(self) -> None:
+        big = [
+            attrs.evolve(
+                chunks.progress_summary(f"## Done\n- step {n} " + "word " * 500, id=f"s{n}"),
+                metadata=ChunkMetadata(derived_from=(f"x{n}",), original_count=3),
+            )
+            for n in range(3)
+        ]
+        state = MemoryState([*run_of(0), *big], thread_id="run").extend(tool_step(0, 300))
+        p = policy(max_tokens=2000, compaction=CompactionPolicy(trigger=0.8, keep_recent=0.1))
+        step = p.step(state)
+        assert step.token_count <= 2000
+        assert len([c for c in step.state if is_compaction_summary(c)]) == 1
+
+
 class TestRequest:
     def test_anthropic_marks_at_most_four_breakpoints_one_ending_the_stable_prefix(
         self,
@@ -107,12 +171,31 @@ class TestRequest:
         # The task is a block of its own, each summary after it another; the mark ends them.
         assert "do not touch the API" in first[0]["text"]
         assert "progress_summary" not in first[0]["text"]
-        assert marks[0]["text"].startswith("<progress_summary")
         summaries = [c for c in step.state if is_compaction_summary(c)]
         assert summaries
-        assert marks[0] is first[len(summaries)]
-        assert marks[0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
-        assert [b["cache_control"] for b in system_marks] == [{"type": "ephemeral", "ttl": "1h"}]
+        stable_end = first[len(summaries)]
+        assert stable_end["text"].startswith("<progress_summary")
+        assert stable_end["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+        assert all(b["cache_control"]["ttl"] == "1h" for b in system_marks)
+
+    def test_the_block_before_the_first_summary_is_marked_too(self) -> None:
+        step = agent_loop(policy(), 40)[-1]
+        first = step.request["messages"][0]["content"]
+        assert "do not touch the API" in first[0]["text"]
+        assert first[0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+        marks = [b for m in step.request["messages"] for b in m["content"] if "cache_control" in b]
+        system_marks = [b for b in step.request["system"] if "cache_control" in b]
+        assert len(marks) + len(system_marks) <= 4
+
+    def test_without_a_long_lifetime_the_stable_marks_take_the_default(self) -> None:
+        sonnet = model_profile("claude-sonnet-4-6")
+        short = attrs.evolve(
+            sonnet, name="sonnet-5m", cache=attrs.evolve(sonnet.cache, lifetimes=(300.0,))
+        )
+        step = agent_loop(policy(model=short), 40)[-1]
+        marks = [b for m in step.request["messages"] for b in m["content"] if "cache_control" in b]
+        assert marks
+        assert all(b["cache_control"] == {"type": "ephemeral"} for b in marks)
 
     def test_openai_gets_messages(self) -> None:
         step = ContextPolicy("gpt-4o", max_tokens=4000).step(run_of(3))

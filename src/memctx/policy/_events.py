@@ -63,12 +63,13 @@ def task_position(chunks: Sequence[Chunk]) -> int | None:
 def _summary_input(
     chunks: Sequence[Chunk], plan: CompactionPlan
 ) -> tuple[list[Chunk], str | None] | None:
-    """The chunks to summarise and the earlier summaries' text (``None``: nothing new)."""
+    """The chunks to summarise and the earlier summaries' text (``None``: nothing to do;
+    folding two summaries or more into one is something)."""
     covered = [chunks[i] for i in plan.covered]
     new = [chunk for chunk in covered if not is_compaction_summary(chunk)]
-    if not new:
-        return None
     earlier = [chunk.text for chunk in covered if is_compaction_summary(chunk)]
+    if not new and len(earlier) < 2:
+        return None
     return new, "\n\n".join(earlier) if earlier else None
 
 
@@ -147,7 +148,7 @@ def compact(
     # (and in the cache), until together they outgrow their share of the budget, or
     # the request cannot get far enough under it without folding them; then they are
     # folded into one.
-    merge = not summaries or sum(counts[i] for i in summaries) > policy.summary_cap
+    merge = bool(summaries) and sum(counts[i] for i in summaries) > policy.summary_cap
     while True:
         outcome = yield from _compact_once(
             policy, state, counts, total, overhead, keep_tokens, must, limit, growth, merge, now
@@ -188,7 +189,7 @@ def _compact_once(
         previous_tokens = sum(counts[i] for i in plan.covered if is_compaction_summary(chunks[i]))
         estimate = min(previous_tokens + _NEW_SUMMARY_TOKENS, covered)
         after = plan.must_keep_tokens + estimate + overhead
-        if merge or not must or after + _NEW_SUMMARY_TOKENS <= limit:
+        if merge or not summaries or not must or after + _NEW_SUMMARY_TOKENS <= limit:
             break
         merge = True
     if given is None:
