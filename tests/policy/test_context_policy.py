@@ -13,7 +13,7 @@ from policy_runs import run_of, tool_step
 
 from memctx import Chunk, ChunkMetadata, MemoryState, PolicyError, UnknownModelError, chunks
 from memctx.compaction import CompactionPolicy, ExtractiveSummarizer, is_compaction_summary
-from memctx.policy import ClearToolUses, ContextPolicy, PolicyStep, model_profile
+from memctx.policy import ClearToolUses, ContextPolicy, PolicyStep, is_cleared, model_profile
 from memctx.replay import replay
 
 
@@ -86,6 +86,14 @@ class TestStructure:
         final = steps[-1].state
         assert [c.id for c in final][:2] == ["sys", "task"]
         assert is_compaction_summary(final[2])
+
+    def test_a_compaction_clears_the_old_outputs_it_keeps_in_the_same_step(self) -> None:
+        p = policy(compaction=CompactionPolicy(trigger=0.8, keep_recent=0.5))
+        step = next(s for s in agent_loop(p, 60) if s.compacted)
+        assert [r.kind for r in step.reports if r.kind != "skipped"] == ["compacted", "cleared"]
+        outputs = [c for c in step.state if c.action == "tool_result"]
+        assert [is_cleared(c) for c in outputs][-2:] == [False, False]  # keep_recent=2
+        assert any(is_cleared(c) for c in outputs)
 
     def test_a_pending_call_is_never_cleared_or_compacted(self) -> None:
         state = run_of(30).append(

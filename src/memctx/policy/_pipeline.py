@@ -1,4 +1,4 @@
-"""One policy step as a pipeline: calibrate, count, clear, compact, trim, build, request.
+"""One policy step as a pipeline: calibrate, count, compact, clear, trim, build, request.
 
 The step is a generator so that one body serves both drivers: when a compaction needs a
 summary it yields a :class:`~memctx.policy._events.Summarize` and is sent the text back
@@ -138,15 +138,12 @@ def run_step(
         stages: list[tuple[PolicyReport, MemoryState]] = []
         current, total, counts = state, first_total, first_counts
         clear_trigger = policy.clear_trigger
-        if clear_trigger is not None and (force or total > min(clear_trigger, limit)):
-            current, total, counts = clear(
-                policy, current, counts, total, overhead, force, growth, reports
-            )
-            _record(reports, stages, current)
+        compacted = False
         if policy.compaction_tokens is not None:
             trigger, keep = policy.compaction_tokens
             must = overflowed or total > limit or (force and total > target)
             if must or total > min(trigger, limit):
+                done = len(reports)
                 current, total, counts = yield from compact(
                     policy,
                     current,
@@ -161,6 +158,13 @@ def run_step(
                     now,
                 )
                 _record(reports, stages, current)
+                compacted = any(r.kind == "compacted" for r in reports[done:])
+        if clear_trigger is not None and (compacted or force or total > min(clear_trigger, limit)):
+            # Right after a compaction a clearing is free: the cache breaks there anyway.
+            current, total, counts = clear(
+                policy, current, counts, total, overhead, force or compacted, growth, reports
+            )
+            _record(reports, stages, current)
         if total > limit:
             current, total, counts = trim(policy, current, counts, total, overhead, limit, reports)
             _record(reports, stages, current)

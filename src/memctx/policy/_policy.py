@@ -11,8 +11,12 @@ cache breakpoints. The rules, in the order they are applied:
    long) raises the ratio and forces clearing and compaction now.
 2. **In blocks.** Nothing changes while the request stays under its triggers: the
    request then only grows at its end, so each request reads the previous one from
-   the prompt cache. At a trigger, clearing (then compaction, if clearing is not
-   enough) makes room for many requests at once.
+   the prompt cache. At a trigger, compaction (and with it, at no extra cost, clearing
+   of the old outputs it keeps), or clearing alone when only its trigger is reached,
+   makes room for many requests at once. A compaction appends its summary after the
+   earlier ones (anchored), so the system prompt, the task and the earlier summaries
+   stay a stable prefix that the next request still reads from the cache; the
+   summaries are folded into one only when together they pass a quarter of the budget.
 3. **Only when it pays.** A change breaks the cache after its first changed chunk:
    that part is written again (Anthropic: 1.25x input) instead of read (0.1x). Under
    the budget a clearing or compaction is done only when the reads it saves over the
