@@ -1,4 +1,4 @@
-"""One policy step as a pipeline: calibrate, count, compact, clear, trim, build, request.
+"""One policy step as a pipeline: calibrate, count, clear, compact, trim, build, request.
 
 The step is a generator so that one body serves both drivers: when a compaction needs a
 summary it yields a :class:`~memctx.policy._events.Summarize` and is sent the text back
@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Generator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
@@ -30,6 +30,9 @@ from memctx.policy._step import PolicyReport, PolicyStep
 
 if TYPE_CHECKING:
     from memctx.policy._policy import ContextPolicy
+
+_ROOM_REQUESTS: Final = 5
+"""A clearing alone must leave room for this many requests before compaction is due."""
 
 
 @attrs.define
@@ -138,7 +141,18 @@ def run_step(
         stages: list[tuple[PolicyReport, MemoryState]] = []
         current, total, counts = state, first_total, first_counts
         clear_trigger = policy.clear_trigger
-        compacted = False
+        if clear_trigger is not None and (force or total > min(clear_trigger, limit)):
+            tried: list[PolicyReport] = []
+            cleared = clear(policy, current, counts, total, overhead, force, growth, tried)
+            due = policy.compaction_tokens is not None and (
+                force or total > min(policy.compaction_tokens[0], limit)
+            )
+            if not due or cleared[1] <= _low_water(policy, limit, growth):
+                current, total, counts = cleared
+                reports.extend(tried)
+                _record(reports, stages, current)
+            # else: compaction is due too, and clearing alone would leave the next one a
+            # few requests away: compact now, and clear what it keeps in the same step.
         if policy.compaction_tokens is not None:
             trigger, keep = policy.compaction_tokens
             must = overflowed or total > limit or (force and total > target)
@@ -158,13 +172,13 @@ def run_step(
                     now,
                 )
                 _record(reports, stages, current)
-                compacted = any(r.kind == "compacted" for r in reports[done:])
-        if clear_trigger is not None and (compacted or force or total > min(clear_trigger, limit)):
-            # Right after a compaction a clearing is free: the cache breaks there anyway.
-            current, total, counts = clear(
-                policy, current, counts, total, overhead, force or compacted, growth, reports
-            )
-            _record(reports, stages, current)
+                if clear_trigger is not None and any(r.kind == "compacted" for r in reports[done:]):
+                    # Right after a compaction a clearing is free: the cache breaks there
+                    # anyway.
+                    current, total, counts = clear(
+                        policy, current, counts, total, overhead, True, growth, reports
+                    )
+                    _record(reports, stages, current)
         if total > limit:
             current, total, counts = trim(policy, current, counts, total, overhead, limit, reports)
             _record(reports, stages, current)
@@ -195,6 +209,13 @@ def run_step(
         budget=limit,
         stages=tuple(stages),
     )
+
+
+def _low_water(policy: ContextPolicy, limit: int, growth: float) -> float:
+    """How small clearing alone must make the request to be done instead of a compaction
+    that is due too: room for :data:`_ROOM_REQUESTS` requests before its trigger."""
+    assert policy.compaction_tokens is not None
+    return min(policy.compaction_tokens[0], limit) - _ROOM_REQUESTS * growth
 
 
 def stable_prefix(state: MemoryState, result: ContextBuildResult) -> list[Chunk]:
