@@ -87,6 +87,11 @@ class TestStructure:
         assert [c.id for c in final][:2] == ["sys", "task"]
         assert is_compaction_summary(final[2])
 
+    def test_a_clearing_that_makes_room_for_many_requests_is_done_alone(self) -> None:
+        step = policy().step(run_of(10, size=200))
+        assert step.token_count < 0.5 * policy().budget
+        assert [r.kind for r in step.reports] == ["cleared"]
+
     def test_a_compaction_clears_the_old_outputs_it_keeps_in_the_same_step(self) -> None:
         p = policy(compaction=CompactionPolicy(trigger=0.8, keep_recent=0.5))
         step = next(s for s in agent_loop(p, 60) if s.compacted)
