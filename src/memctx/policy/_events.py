@@ -92,8 +92,10 @@ def clear(
     force: bool,
     growth: float,
     reports: list[PolicyReport],
+    why: str | None = None,
 ) -> Counted:
-    """Clear every old tool output the policy's :class:`ClearToolUses` may, at once."""
+    """Clear every old tool output the policy's :class:`ClearToolUses` may, at once
+    (``why``: the reason to report, when it is not the trigger or the budget)."""
     rule = policy.clear_tool_uses
     assert rule is not None
     assert policy.clear_trigger is not None
@@ -122,7 +124,8 @@ def clear(
         )
         reports.append(PolicyReport("skipped", reason, total, total))
         return state, total, counts
-    why = "over the budget" if force else f"over the trigger of {policy.clear_trigger} tokens"
+    if why is None:
+        why = "over the budget" if force else f"over the trigger of {policy.clear_trigger} tokens"
     reason = f"{why}: cleared {len(report.replaced_ids)} old tool outputs"
     reports.append(PolicyReport("cleared", reason, total, after, report))
     return new, after, chunk_tokens(counts_of(policy.builder), new, policy.tokenizer)

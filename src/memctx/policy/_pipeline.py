@@ -176,7 +176,15 @@ def run_step(
                     # Right after a compaction a clearing is free: the cache breaks there
                     # anyway.
                     current, total, counts = clear(
-                        policy, current, counts, total, overhead, True, growth, reports
+                        policy,
+                        current,
+                        counts,
+                        total,
+                        overhead,
+                        True,
+                        growth,
+                        reports,
+                        "with the compaction (no second cache break)",
                     )
                     _record(reports, stages, current)
         if total > limit:
