@@ -40,6 +40,16 @@ def agent_loop(p: ContextPolicy, steps: int, size: int = 100) -> list[PolicyStep
     return done
 
 
+def unmarked(request: dict[str, object]) -> list[tuple[str, str]]:
+    """The request's message blocks as the prompt cache keys them: role and text, no marks."""
+    blocks = []
+    for message in request["messages"]:  # type: ignore[attr-defined]
+        content = message["content"]
+        for block in [{"text": content}] if isinstance(content, str) else content:
+            blocks.append((message["role"], block["text"]))
+    return blocks
+
+
 def orphans(chunks_: Sequence[Chunk]) -> int:
     calls = {c.metadata.call_id for c in chunks_ if c.action == "tool_call"}
     results = {c.metadata.call_id for c in chunks_ if c.action == "tool_result"}
@@ -199,6 +209,20 @@ class TestRequest:
         marks = [b for m in step.request["messages"] for b in m["content"] if "cache_control" in b]
         system_marks = [b for b in step.request["system"] if "cache_control" in b]
         assert len(marks) + len(system_marks) <= 4
+
+    def test_a_call_answered_between_events_leaves_the_blocks_as_they_were(self) -> None:
+        p = policy(clear_tool_uses=None)
+        compacted = p.step(run_of(0).extend(c for n in range(30) for c in tool_step(n, 100)))
+        assert compacted.compacted
+        waiting = chunks.tool_call("bash", {"command": "make"}, call_id="w", id="w")
+        state = compacted.state.extend([waiting, chunks.thinking("meanwhile", id="t")])
+        first = p.step(state.extend(tool_step(30, 20)))
+        answer = chunks.tool_result("bash", "done", call_id="w", id="w-out")
+        second = p.step(first.state.extend([*tool_step(31, 20), answer]))
+        assert not first.changed
+        assert not second.changed
+        before, after = unmarked(first.request), unmarked(second.request)
+        assert after[: len(before) - 1] == before[: len(before) - 1]
 
     def test_without_a_long_lifetime_the_stable_marks_take_the_default(self) -> None:
         sonnet = model_profile("claude-sonnet-4-6")

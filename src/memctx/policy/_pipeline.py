@@ -22,7 +22,6 @@ from memctx._chunk import Chunk, ChunkType
 from memctx._exceptions import BudgetExceededError, PolicyError
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
-from memctx._units import history_shape
 from memctx.compress._compaction import is_compaction_summary
 from memctx.policy._events import GAP, Summarize, clear, compact, task_position, trim
 from memctx.policy._request import provider_request
@@ -227,23 +226,21 @@ def _low_water(policy: ContextPolicy, limit: int, growth: float) -> float:
 
 
 def stable_prefix(state: MemoryState, result: ContextBuildResult) -> list[Chunk]:
-    """The chunks a compaction leaves in front, in order: the task, pinned chunks, calls
-    still waiting and the summaries, up to the first chunk a compaction could cover."""
+    """The chunks a compaction leaves in front, in order: everything sent up to the newest
+    summary (the task, pinned chunks, calls still waiting, the summaries), or the task
+    alone before the first compaction. Between two events none of them changes, whether a
+    call among them is answered meanwhile or not."""
     included = set(result.included_chunk_ids)
-    shape = history_shape(state.chunks)
-    task = task_position(state.chunks)
-    found: list[Chunk] = []
-    for position, chunk in enumerate(state.chunks):
-        if chunk.type is ChunkType.SYSTEM or chunk.id not in included:
-            continue
-        if (
-            position != task
-            and position not in shape.protected
-            and not (is_compaction_summary(chunk))
-        ):
-            break
-        found.append(chunk)
-    return found
+    sent = [
+        (position, chunk)
+        for position, chunk in enumerate(state.chunks)
+        if chunk.type is not ChunkType.SYSTEM and chunk.id in included
+    ]
+    last = max((p for p, chunk in sent if is_compaction_summary(chunk)), default=None)
+    if last is None:
+        task = task_position(state.chunks)
+        return [chunk for position, chunk in sent[:1] if position == task]
+    return [chunk for position, chunk in sent if position <= last]
 
 
 def build(
