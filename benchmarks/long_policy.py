@@ -37,6 +37,7 @@ import attrs
 
 from benchmarks.workloads import generate, load_corpus, load_trajectories
 from memctx import Chunk, ChunkType, MemoryState, create_builder
+from memctx._build.builder import counts_of
 from memctx.compaction import CompactionPolicy
 from memctx.compress._call_facts import call_outcome, files_of_call
 from memctx.policy import ClearToolUses, ContextPolicy
@@ -218,7 +219,7 @@ def astep_stall(tokens: int = 200_000) -> dict[str, Any]:
     while True:
         state = generate(size, corpus)
         policy = ContextPolicy("claude-sonnet-4-6", max_tokens=150_000, **POLICIES[32_000])
-        counted = sum(policy.builder.tokens(c, policy.tokenizer) for c in state)
+        counted = sum(counts_of(policy.builder).tokens(c, policy.tokenizer) for c in state)
         if counted >= tokens:
             break
         size = int(size * tokens / max(counted, 1) * 1.05) + 10
