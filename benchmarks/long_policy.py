@@ -1,6 +1,6 @@
 """Long runs under a budget: raw, recent, stable, rolling masking and ContextPolicy, priced.
 
-    uv run python -m benchmarks.long_policy [--size 2000] [--quick]
+    uv run python -m benchmarks.long_policy [--size 2000] [--quick] [--policy-only]
 
 Two runs: the three bundled trajectories concatenated into one (each later task a new
 user turn; 20 s between chunks) and a generated run of ``--size`` chunks
@@ -37,6 +37,7 @@ import attrs
 
 from benchmarks.workloads import generate, load_corpus, load_trajectories
 from memctx import Chunk, ChunkType, MemoryState, create_builder
+from memctx._build.builder import counts_of
 from memctx.compaction import CompactionPolicy
 from memctx.compress._call_facts import call_outcome, files_of_call
 from memctx.policy import ClearToolUses, ContextPolicy
@@ -46,6 +47,8 @@ from memctx.replay._run import request_points
 BUDGETS = (8_000, 32_000)
 MODELS = {"Anthropic": "claude-sonnet-4-6", "OpenAI": "gpt-4.1"}
 BASELINES = ("recent", "stable", "rolling")
+CHANGES = frozenset({"cleared", "compacted", "trimmed"})
+"""The step events that change the state (and may break the cache once)."""
 POLICIES: dict[int, dict[str, Any]] = {
     8_000: {
         "clear_tool_uses": ClearToolUses(keep_recent=1),
@@ -53,11 +56,12 @@ POLICIES: dict[int, dict[str, Any]] = {
     },
     32_000: {
         "clear_tool_uses": ClearToolUses(keep_recent=2),
-        "compaction": CompactionPolicy(trigger=0.5, keep_recent=0.1),
+        "compaction": CompactionPolicy(trigger=0.7, keep_recent=0.05),
     },
 }
 """The policy's settings per budget: small kept tails, so that after each compaction
-many requests fit before the next one."""
+many requests fit before the next one (the low-water mark is the stable front -- system,
+tasks, summaries -- plus that tail)."""
 
 
 def concatenated_trajectories() -> MemoryState:
@@ -215,7 +219,7 @@ def astep_stall(tokens: int = 200_000) -> dict[str, Any]:
     while True:
         state = generate(size, corpus)
         policy = ContextPolicy("claude-sonnet-4-6", max_tokens=150_000, **POLICIES[32_000])
-        counted = sum(policy.builder.tokens(c, policy.tokenizer) for c in state)
+        counted = sum(counts_of(policy.builder).tokens(c, policy.tokenizer) for c in state)
         if counted >= tokens:
             break
         size = int(size * tokens / max(counted, 1) * 1.05) + 10
@@ -229,16 +233,22 @@ def astep_stall(tokens: int = 200_000) -> dict[str, Any]:
 
 
 def run_all(
-    runs: Iterable[tuple[str, MemoryState]], log: Callable[[str], None]
+    runs: Iterable[tuple[str, MemoryState]],
+    log: Callable[[str], None],
+    *,
+    policy_only: bool = False,
 ) -> list[dict[str, Any]]:
+    """The table's rows; ``policy_only``: Anthropic pricing, raw and the policy only (a
+    quick loop while tuning the policy)."""
     rows: list[dict[str, Any]] = []
+    models = {"Anthropic": MODELS["Anthropic"]} if policy_only else MODELS
     for name, run in runs:
-        for pricing, model in MODELS.items():
+        for pricing, model in models.items():
             log(f"{name}: {pricing} raw")
             raw = replay(run, "raw", model=model)
             rows.append(_row(name, pricing, None, "raw", raw, raw))
             for budget in BUDGETS:
-                for strategy in BASELINES:
+                for strategy in () if policy_only else BASELINES:
                     log(f"{name}: {pricing} {budget} {strategy}")
                     report = replay(run, strategy, model=model, max_tokens=budget)
                     rows.append(_row(name, pricing, budget, strategy, report, raw))
@@ -274,6 +284,9 @@ def _row(
         "violations": report.budget_violations,
         "orphans": report.orphaned_tool_calls,
         "breaks": report.cache_breaks,
+        "breaks_without_event": sum(
+            r.cache_break and not set(r.events) & CHANGES for r in report.requests
+        ),
         "events": events,
         "mean_tokens": statistics.fmean(r.input_tokens for r in report.requests),
     }
@@ -283,8 +296,9 @@ def table(rows: list[dict[str, Any]]) -> str:
     lines = [
         "| run | pricing | budget | strategy | cache-read share | billed / uncached | "
         "billed / raw cached | mean request | peak | over budget | orphans | cache breaks | "
-        "events | paths kept | commands kept | errors kept | task missing |",
-        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "breaks outside events | events | paths kept | commands kept | errors kept | "
+        "task missing |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         budget = "none" if r["budget"] is None else f"{r['budget'] // 1000}k"
@@ -295,6 +309,7 @@ def table(rows: list[dict[str, Any]]) -> str:
             f"| {r['run']} | {r['pricing']} | {budget} | {r['strategy']} | {r['read_share']:.1%} | "
             f"{r['vs_uncached']:.3f} | {r['vs_raw']:.3f} | {r['mean_tokens']:,.0f} | "
             f"{r['peak']:,} | {r['violations']} | {r['orphans']} | {r['breaks']} | "
+            f"{r['breaks_without_event'] if r['strategy'] == 'policy' else ''} | "
             f"{r['events']} | " + " | ".join(kept) + " |"
         )
     return "\n".join(lines)
@@ -304,12 +319,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.long_policy")
     parser.add_argument("--size", type=int, default=2_000, help="chunks in the generated run")
     parser.add_argument("--quick", action="store_true", help="the trajectories only, no stall")
+    parser.add_argument(
+        "--policy-only",
+        action="store_true",
+        help="Anthropic pricing, raw and the policy only (no baselines, no OpenAI)",
+    )
     parser.add_argument("--json", help="also write the rows to this file")
     args = parser.parse_args(argv)
     runs = [("trajectories", concatenated_trajectories())]
     if not args.quick:
         runs.append((f"generated {args.size:,}", generate(args.size, load_corpus())))
-    rows = run_all(runs, lambda line: print(line, file=sys.stderr, flush=True))
+    rows = run_all(
+        runs,
+        lambda line: print(line, file=sys.stderr, flush=True),
+        policy_only=args.policy_only,
+    )
     print(table(rows))
     if not args.quick:
         stall = astep_stall()

@@ -10,7 +10,7 @@ Compaction here is extractive (no model); pass
 ``summarizer=LLMSummarizer(your_complete, max_tokens=...)`` for a model-written one.
 
 Run it with ``uv run python examples/long_running_agent.py``: it prints what the
-policy did and the final summary, and rewrites ``examples/long_running_agent.json``
+policy did and the final summaries, and rewrites ``examples/long_running_agent.json``
 (the final state).
 """
 
@@ -74,11 +74,13 @@ def main() -> None:
     state = replay(log)
     save_state(state, HERE / "long_running_agent.json")
     print("\n".join(log))
-    summary = next(chunk for chunk in state if is_compaction_summary(chunk))
+    summaries = [chunk for chunk in state if is_compaction_summary(chunk)]
+    covered = sum(summary.metadata.original_count or 0 for summary in summaries)
     print(
-        f"\n{len(state)} chunks kept; the summary stands for {summary.metadata.original_count}:\n"
+        f"\n{len(state)} chunks kept; {len(summaries)} summaries (each compaction appends one "
+        f"after the earlier ones) stand for {covered}:\n"
     )
-    print(summary.text)
+    print("\n\n".join(summary.text for summary in summaries))
 
 
 if __name__ == "__main__":

@@ -194,6 +194,17 @@ class TestSize:
         assert done[0] == f"({200 - (len(done) - 1)} earlier steps not listed)"
         assert done[-1].startswith("- bash `step 199 ")
 
+    def test_the_goals_quote_shrinks_before_the_steps_done(self) -> None:
+        calls = [
+            chunks.tool_call("bash", {"command": f"pytest tests/test_{i}.py"}, call_id=str(i))
+            for i in range(20)
+        ]
+        small = ExtractiveSummarizer(max_chars=1500, max_done=20)
+        text = small([chunks.user("goal " * 300), *calls], None)
+        assert len(text) <= 1500
+        assert "more characters)" in text.split("## Done")[0]
+        assert all(f"`pytest tests/test_{i}.py`" in text for i in range(20))
+
     def test_folding_again_and_again_stays_within_max_chars(self) -> None:
         small = ExtractiveSummarizer(max_chars=1500)
         summary = None

@@ -44,6 +44,7 @@ def test_the_compactions(replayed: tuple[MemoryState, list[str]], context_snapsh
 
 
 def test_the_final_summary(replayed: tuple[MemoryState, list[str]], context_snapshot: Any) -> None:
-    (summary,) = [chunk for chunk in replayed[0] if is_compaction_summary(chunk)]
-    assert context_snapshot == summary
-    assert context_snapshot(name="text") == summary.text
+    """The newest summary, and the text of all (each compaction appends one)."""
+    summaries = [chunk for chunk in replayed[0] if is_compaction_summary(chunk)]
+    assert context_snapshot == summaries[-1]
+    assert context_snapshot(name="text") == "\n\n".join(s.text for s in summaries)

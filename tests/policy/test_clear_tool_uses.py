@@ -6,6 +6,7 @@ import pytest
 from policy_runs import run_of, tool_step
 
 from memctx import MemoryState, PolicyError, chunks
+from memctx.compaction import ExtractiveSummarizer
 from memctx.compress import compress
 from memctx.policy import ClearToolUses, is_cleared
 
@@ -48,6 +49,70 @@ class TestClearing:
         new = ClearToolUses(keep_recent=0, clear_inputs=True)(state)
         assert new.get("waiting") == pending
 
+    def test_a_failed_output_keeps_its_exit_status_and_error_line(self) -> None:
+        log = (
+            "<returncode>1</returncode>\nCollecting erfa\n"
+            "ModuleNotFoundError: No module named 'erfa'"
+        )
+        state = MemoryState(
+            [
+                chunks.user("task"),
+                chunks.tool_call("bash", {"command": "pytest"}, call_id="c0", id="call0"),
+                chunks.tool_result("bash", log, call_id="c0", id="res0"),
+                *tool_step(1),
+            ]
+        )
+        new = ClearToolUses(keep_recent=1)(state)
+        assert new[2].text == (
+            "<returncode>1</returncode>\nModuleNotFoundError: No module named 'erfa'\n"
+            "[output cleared]"
+        )
+
+    def test_a_failure_without_an_exit_status_keeps_its_error_line(self) -> None:
+        state = MemoryState(
+            [
+                chunks.user("task"),
+                chunks.tool_call("bash", {"command": "make"}, call_id="c0", id="call0"),
+                chunks.tool_error("bash", "make: *** No rule to make target", call_id="c0"),
+                *tool_step(1),
+            ]
+        )
+        new = ClearToolUses(keep_recent=1, placeholder="[gone]")(state)
+        assert new[2].text == "make: *** No rule to make target\n[gone]"
+
+    def test_a_successful_output_is_only_the_placeholder(self, long_run: MemoryState) -> None:
+        new = ClearToolUses(keep_recent=3)(long_run)
+        assert {c.text for c in new if is_cleared(c)} == {"[output cleared]"}
+
+    def test_a_summary_of_a_cleared_failure_still_lists_its_error(self) -> None:
+        state = MemoryState(
+            [
+                chunks.tool_call("bash", {"command": "pip install erfa"}, call_id="c0"),
+                chunks.tool_result(
+                    "bash",
+                    "<returncode>1</returncode>\nERROR: No matching distribution",
+                    call_id="c0",
+                ),
+                *tool_step(1),
+            ]
+        )
+        cleared = ClearToolUses(keep_recent=1)(state)
+        text = ExtractiveSummarizer()(list(cleared)[:2], None)
+        assert "- bash `pip install erfa` → exit 1" in text
+        assert "## Errors\n- bash `pip install erfa`: ERROR: No matching distribution" in text
+
+    def test_keep_errors_false_clears_failures_to_the_placeholder_too(self) -> None:
+        state = MemoryState(
+            [
+                chunks.user("task"),
+                chunks.tool_call("bash", {"command": "make"}, call_id="c0", id="call0"),
+                chunks.tool_error("bash", "make: *** No rule", call_id="c0"),
+                *tool_step(1),
+            ]
+        )
+        new = ClearToolUses(keep_recent=1, keep_errors=False)(state)
+        assert new[2].text == "[output cleared]"
+
     def test_clear_inputs_empties_the_arguments_of_cleared_calls(
         self, long_run: MemoryState
     ) -> None:
@@ -70,7 +135,7 @@ class TestSettings:
     @pytest.mark.parametrize(
         ("option", "value"),
         [("keep_recent", -1), ("placeholder", ""), ("clear_at_least", 1.5), ("clear_inputs", "yes"),
-         ("trigger", 1.5), ("trigger", 0), ("exclude_tools", "bash")],
+         ("trigger", 1.5), ("trigger", 0), ("exclude_tools", "bash"), ("keep_errors", 1)],
     )  # fmt: skip
     def test_a_bad_setting_names_its_option(self, option: str, value: object) -> None:
         with pytest.raises(PolicyError, match=option) as caught:

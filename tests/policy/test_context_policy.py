@@ -7,12 +7,14 @@ import datetime as dt
 import itertools
 from collections.abc import Sequence
 
+import attrs
 import pytest
 from policy_runs import run_of, tool_step
 
-from memctx import Chunk, MemoryState, PolicyError, UnknownModelError, chunks
+from memctx import Chunk, ChunkMetadata, MemoryState, PolicyError, UnknownModelError, chunks
 from memctx.compaction import CompactionPolicy, ExtractiveSummarizer, is_compaction_summary
-from memctx.policy import ClearToolUses, ContextPolicy, PolicyStep
+from memctx.policy import ClearToolUses, ContextPolicy, PolicyStep, is_cleared, model_profile
+from memctx.replay import replay
 
 
 def policy(**options: object) -> ContextPolicy:
@@ -22,7 +24,8 @@ def policy(**options: object) -> ContextPolicy:
         "compaction": CompactionPolicy(trigger=0.8, keep_recent=0.2),
     }
     settings.update(options)
-    return ContextPolicy("claude-sonnet-4-6", **settings)  # type: ignore[arg-type]
+    model = settings.pop("model", "claude-sonnet-4-6")
+    return ContextPolicy(model, **settings)  # type: ignore[arg-type]
 
 
 def agent_loop(p: ContextPolicy, steps: int, size: int = 100) -> list[PolicyStep]:
@@ -35,6 +38,16 @@ def agent_loop(p: ContextPolicy, steps: int, size: int = 100) -> list[PolicyStep
         done.append(step)
         state = step.state
     return done
+
+
+def unmarked(request: dict[str, object]) -> list[tuple[str, str]]:
+    """The request's message blocks as the prompt cache keys them: role and text, no marks."""
+    blocks = []
+    for message in request["messages"]:  # type: ignore[attr-defined]
+        content = message["content"]
+        for block in [{"text": content}] if isinstance(content, str) else content:
+            blocks.append((message["role"], block["text"]))
+    return blocks
 
 
 def orphans(chunks_: Sequence[Chunk]) -> int:
@@ -84,6 +97,19 @@ class TestStructure:
         assert [c.id for c in final][:2] == ["sys", "task"]
         assert is_compaction_summary(final[2])
 
+    def test_a_clearing_that_makes_room_for_many_requests_is_done_alone(self) -> None:
+        step = policy().step(run_of(10, size=200))
+        assert step.token_count < 0.5 * policy().budget
+        assert [r.kind for r in step.reports] == ["cleared"]
+
+    def test_a_compaction_clears_the_old_outputs_it_keeps_in_the_same_step(self) -> None:
+        p = policy(compaction=CompactionPolicy(trigger=0.8, keep_recent=0.5))
+        step = next(s for s in agent_loop(p, 60) if s.compacted)
+        assert [r.kind for r in step.reports if r.kind != "skipped"] == ["compacted", "cleared"]
+        outputs = [c for c in step.state if c.action == "tool_result"]
+        assert [is_cleared(c) for c in outputs][-2:] == [False, False]  # keep_recent=2
+        assert any(is_cleared(c) for c in outputs)
+
     def test_a_pending_call_is_never_cleared_or_compacted(self) -> None:
         state = run_of(30).append(
             chunks.tool_call("bash", {"command": "make"}, call_id="w", id="w")
@@ -93,17 +119,120 @@ class TestStructure:
         assert step.state.get("w") == state.get("w")
 
 
+class TestAnchoredSummaries:
+    @staticmethod
+    def summaries(step: PolicyStep) -> list[Chunk]:
+        return [c for c in step.state if is_compaction_summary(c)]
+
+    def test_a_compaction_appends_its_summary_after_the_earlier_ones(self) -> None:
+        compacted = [s for s in agent_loop(policy(clear_tool_uses=None), 40) if s.compacted]
+        first, second = self.summaries(compacted[0]), self.summaries(compacted[1])
+        assert len(first) == 1
+        assert second[0] == first[0]  # the same chunk: the same text, still in the cache
+        assert len(second) == 2
+        assert [c.id for c in compacted[1].state][:3] == ["sys", "task", first[0].id]
+
+    def test_past_their_share_of_the_budget_the_summaries_are_folded_into_one(self) -> None:
+        p = policy(clear_tool_uses=None)
+        steps = agent_loop(p, 80)
+        folded = [
+            (before, after)
+            for before, after in itertools.pairwise(s for s in steps if s.compacted)
+            if "folded" in after.reports[-1].reason
+        ]
+        assert folded
+        before, after = folded[0]
+        earlier = self.summaries(before)
+        assert sum(before.result.chunk_tokens[c.id] for c in earlier) > p.summary_cap
+        (summary,) = self.summaries(after)
+        covered = summary.metadata.original_count or 0
+        assert covered > sum(c.metadata.original_count or 0 for c in earlier)
+
+    def test_the_first_compaction_folds_nothing(self) -> None:
+        compacted = next(s for s in agent_loop(policy(clear_tool_uses=None), 40) if s.compacted)
+        assert "folded" not in compacted.reports[-1].reason
+
+    def test_a_later_compaction_reads_the_earlier_summaries_from_the_cache(self) -> None:
+        # A system prompt long enough to be cached (Claude Sonnet: from 1,024 tokens).
+        run = MemoryState(
+            [chunks.system("You fix bugs. " * 300, id="sys"), *run_of(0)[1:]], thread_id="run"
+        ).extend(c for n in range(80) for c in tool_step(n, 100))
+        report = replay(run, policy(clear_tool_uses=None, max_tokens=6000))
+        reads = [r.cache_read_tokens for r in report.requests if "compacted" in r.events]
+        # The first reads the system prompt and the task; the next ones also the summaries.
+        assert len(reads) >= 3
+        assert reads[0] > 0
+        assert reads[1] > reads[0]
+        assert report.cache_breaks <= sum(bool(r.events) for r in report.requests)
+
+    def test_summaries_too_large_for_the_budget_are_folded_not_sent_over_it(self) -> None:
+        big = [
+            attrs.evolve(
+                chunks.progress_summary(f"## Done\n- step {n} " + "word " * 500, id=f"s{n}"),
+                metadata=ChunkMetadata(derived_from=(f"x{n}",), original_count=3),
+            )
+            for n in range(3)
+        ]
+        state = MemoryState([*run_of(0), *big], thread_id="run").extend(tool_step(0, 300))
+        p = policy(max_tokens=2000, compaction=CompactionPolicy(trigger=0.8, keep_recent=0.1))
+        step = p.step(state)
+        assert step.token_count <= 2000
+        assert len([c for c in step.state if is_compaction_summary(c)]) == 1
+
+
 class TestRequest:
-    def test_anthropic_marks_at_most_four_breakpoints_one_on_the_task(self) -> None:
+    def test_anthropic_marks_at_most_four_breakpoints_one_ending_the_stable_prefix(
+        self,
+    ) -> None:
         step = agent_loop(policy(), 40)[-1]
         request = step.request
         marks = [b for m in request["messages"] if isinstance(m["content"], list)
                  for b in m["content"] if "cache_control" in b]  # fmt: skip
         system_marks = [b for b in request["system"] if "cache_control" in b]
         assert 1 <= len(marks) + len(system_marks) <= 4
-        assert "do not touch the API" in marks[0]["text"]
-        assert "<user_message" in marks[0]["text"]
-        assert "progress_summary" not in marks[0]["text"]
+        first = request["messages"][0]["content"]
+        # The task is a block of its own, each summary after it another; the mark ends them.
+        assert "do not touch the API" in first[0]["text"]
+        assert "progress_summary" not in first[0]["text"]
+        summaries = [c for c in step.state if is_compaction_summary(c)]
+        assert summaries
+        stable_end = first[len(summaries)]
+        assert stable_end["text"].startswith("<progress_summary")
+        assert stable_end["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+        assert all(b["cache_control"]["ttl"] == "1h" for b in system_marks)
+
+    def test_the_block_before_the_first_summary_is_marked_too(self) -> None:
+        step = agent_loop(policy(), 40)[-1]
+        first = step.request["messages"][0]["content"]
+        assert "do not touch the API" in first[0]["text"]
+        assert first[0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+        marks = [b for m in step.request["messages"] for b in m["content"] if "cache_control" in b]
+        system_marks = [b for b in step.request["system"] if "cache_control" in b]
+        assert len(marks) + len(system_marks) <= 4
+
+    def test_a_call_answered_between_events_leaves_the_blocks_as_they_were(self) -> None:
+        p = policy(clear_tool_uses=None)
+        compacted = p.step(run_of(0).extend(c for n in range(30) for c in tool_step(n, 100)))
+        assert compacted.compacted
+        waiting = chunks.tool_call("bash", {"command": "make"}, call_id="w", id="w")
+        state = compacted.state.extend([waiting, chunks.thinking("meanwhile", id="t")])
+        first = p.step(state.extend(tool_step(30, 20)))
+        answer = chunks.tool_result("bash", "done", call_id="w", id="w-out")
+        second = p.step(first.state.extend([*tool_step(31, 20), answer]))
+        assert not first.changed
+        assert not second.changed
+        before, after = unmarked(first.request), unmarked(second.request)
+        assert after[: len(before) - 1] == before[: len(before) - 1]
+
+    def test_without_a_long_lifetime_the_stable_marks_take_the_default(self) -> None:
+        sonnet = model_profile("claude-sonnet-4-6")
+        short = attrs.evolve(
+            sonnet, name="sonnet-5m", cache=attrs.evolve(sonnet.cache, lifetimes=(300.0,))
+        )
+        step = agent_loop(policy(model=short), 40)[-1]
+        marks = [b for m in step.request["messages"] for b in m["content"] if "cache_control" in b]
+        assert marks
+        assert all(b["cache_control"] == {"type": "ephemeral"} for b in marks)
 
     def test_openai_gets_messages(self) -> None:
         step = ContextPolicy("gpt-4o", max_tokens=4000).step(run_of(3))

@@ -23,7 +23,8 @@ from memctx import (
     create_builder,
     save_state,
 )
-from memctx.policy import model_profile
+from memctx.compaction import CompactionPolicy
+from memctx.policy import ClearToolUses, ContextPolicy, model_profile
 from memctx.replay import ReplayReport, default_policy, load_run, replay
 from memctx.replay._run import orphaned_tool_calls, request_points
 from strategies import recorded_runs
@@ -143,8 +144,20 @@ class TestPolicies:
         assert report.peak_tokens <= 3_000
         assert (report.budget_violations, report.orphaned_tool_calls) == (0, 0)
         assert report.compactions > 0
-        assert report.clearings > 0
         assert report.cache_read_share > 0.5
+
+    def test_clearings_and_compactions_are_counted(self) -> None:
+        policy = ContextPolicy(
+            "claude-sonnet-4-6",
+            max_tokens=3_000,
+            clear_tool_uses=ClearToolUses(keep_recent=1),
+            compaction=CompactionPolicy(trigger=0.8, keep_recent=0.5),
+        )
+        report = replay(agent_run(30), policy)
+
+        assert report.clearings > 0
+        assert report.compactions > 0
+        assert report.clearings == sum("cleared" in r.events for r in report.requests)
 
     def test_the_policys_model_and_budget_are_the_defaults(self) -> None:
         report = replay(agent_run(4), BlockPolicy(budget=3_000))

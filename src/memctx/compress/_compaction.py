@@ -257,10 +257,10 @@ def place_summary(
     """Put one summary holding ``text`` in place of the chunks ``plan`` covers."""
     chunks = state.chunks
     covered = plan.covered
-    previous = None if plan.previous is None else chunks[plan.previous]
-    original_count = len(covered) - (previous is not None)
-    if previous is not None:
-        original_count += previous.metadata.original_count or 1
+    original_count = sum(
+        (chunks[i].metadata.original_count or 1) if is_compaction_summary(chunks[i]) else 1
+        for i in covered
+    )
     covered_ids = tuple(chunks[i].id for i in covered)
     compacted_at = _now_ms(now)
     digest = hashlib.sha256(

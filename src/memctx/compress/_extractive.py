@@ -43,20 +43,25 @@ RECALL_HINT: Final = (
     "recall them with the `recall` tool."
 )
 _SHRINKING: Final = (
-    (1.0, 1.0, 1.0),
-    (0.5, 1.0, 1.0),
-    (0.0, 1.0, 1.0),
-    (0.0, 0.5, 1.0),
-    (0.0, 0.25, 1.0),
-    (0.0, 0.125, 1.0),
-    (0.0, 0.125, 0.5),
-    (0.0, 0.0625, 0.5),
-    (0.0, 0.03125, 0.25),
-    (0.0, 0.015625, 0.25),
-    (0.0, 0.0, 0.125),
-    (0.0, 0.0, 0.0),
+    (1.0, 1.0, 1.0, 1.0),
+    (0.5, 1.0, 1.0, 1.0),
+    (0.0, 1.0, 1.0, 1.0),
+    (0.0, 0.5, 1.0, 1.0),
+    (0.0, 0.25, 1.0, 1.0),
+    (0.0, 0.125, 1.0, 1.0),
+    (0.0, 0.125, 0.5, 1.0),
+    (0.0, 0.125, 0.25, 1.0),
+    (0.0, 0.125, 0.125, 1.0),
+    (0.0, 0.125, 0.125, 0.5),
+    (0.0, 0.0625, 0.0625, 0.5),
+    (0.0, 0.03125, 0.03125, 0.25),
+    (0.0, 0.015625, 0.015625, 0.25),
+    (0.0, 0.0, 0.0, 0.125),
+    (0.0, 0.0, 0.0, 0.0),
 )
-"""(decisions and older quotes, steps done, the rest): the caps' scales tried in turn."""
+"""(decisions and older quotes, the goal's quote, steps done, the rest): the caps' scales
+tried in turn. Prose goes first; the commands run, with their exit status, and the error
+lines go last (the agent needs them to avoid repeating itself)."""
 _MORE: Final = re.compile(r" … \(([\d,]+) more characters\)$")
 _OMITTED: Final = re.compile(r"^\((\d+) earlier (?:steps|items) not listed\)$")
 
@@ -178,7 +183,8 @@ class ExtractiveSummarizer:
         hint = f"\n\n{RECALL_HINT}" if self.recall_hint else ""
         limit = self.max_chars - len(hint)
         # Shrink what the agent needs least first: decisions and quoted older summaries,
-        # then the steps done, then errors, files, requests and sub-agents.
+        # then the goal's quote, then the steps done, then errors, files, requests and
+        # sub-agents.
         for scales in _SHRINKING:
             text = self._render(merged, *scales)
             if len(text) <= limit:
@@ -273,7 +279,9 @@ class ExtractiveSummarizer:
             earlier=[*old.earlier, *new.earlier],
         )
 
-    def _render(self, s: _Sections, low: float, middle: float, high: float) -> str:
+    def _render(
+        self, s: _Sections, low: float, goal_scale: float, middle: float, high: float
+    ) -> str:
         parts: list[str] = []
 
         def section(heading: str, lines: list[str]) -> None:
@@ -288,7 +296,7 @@ class ExtractiveSummarizer:
         earlier_cut = 0
         if found := _MORE.search(goal):  # cut by an earlier summary already
             goal, earlier_cut = goal[: found.start()], int(found.group(1).replace(",", ""))
-        limit = max(int(self.max_goal_chars * middle), 200)
+        limit = max(int(self.max_goal_chars * goal_scale), 200)
         cut = earlier_cut + max(len(goal) - limit, 0)
         if cut:
             goal = goal[:limit] + f" … ({cut:,} more characters)"

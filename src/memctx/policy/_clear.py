@@ -24,6 +24,7 @@ from memctx._chunk import Chunk, ChunkType
 from memctx._exceptions import PolicyError
 from memctx._state import MemoryState
 from memctx._units import history_shape
+from memctx.compress._call_facts import call_outcome
 from memctx.compress._compressors import derived_chunk, is_tool_output
 
 CLEARED_KIND: Final = "cleared"
@@ -88,7 +89,10 @@ class ClearToolUses:
     cleared. ``clear_inputs``: also replace the call's arguments by
     ``{"cleared": placeholder}``. ``clear_at_least``: tokens a clearing must save,
     or it is not done (a clearing breaks the prompt cache after its first change).
-    ``trigger``: when a :class:`~memctx.policy.ContextPolicy` clears, as a fraction
+    ``keep_errors``: a failed output's placeholder keeps its exit status and its error
+    line (``<returncode>1</returncode>``, the line, then the placeholder), so the request
+    still says what went wrong. ``trigger``: when a
+    :class:`~memctx.policy.ContextPolicy` clears, as a fraction
     of its budget or in tokens (``None``: at the compaction trigger, else at 0.8).
     A call still waiting for its result is never touched, nor are SYSTEM and
     pinned chunks.
@@ -100,6 +104,7 @@ class ClearToolUses:
     clear_inputs: bool = False
     clear_at_least: int = 0
     trigger: float | int | None = None
+    keep_errors: bool = True
 
     def __attrs_post_init__(self) -> None:
         _non_negative("keep_recent", self.keep_recent)
@@ -109,6 +114,8 @@ class ClearToolUses:
         if self.clear_inputs is not True and self.clear_inputs is not False:
             raise PolicyError("clear_inputs", f"must be True or False, got {self.clear_inputs!r}")
         check_amount("trigger", self.trigger)
+        if self.keep_errors is not True and self.keep_errors is not False:
+            raise PolicyError("keep_errors", f"must be True or False, got {self.keep_errors!r}")
 
     @property
     def params(self) -> dict[str, Any]:
@@ -120,6 +127,7 @@ class ClearToolUses:
             "exclude_tools": sorted(self.exclude_tools),
             "clear_inputs": self.clear_inputs,
             "clear_at_least": self.clear_at_least,
+            "keep_errors": self.keep_errors,
         }
 
     def candidates(self, chunks: tuple[Chunk, ...]) -> list[int]:
@@ -136,6 +144,20 @@ class ClearToolUses:
         protected = history_shape(chunks).protected
         return [i for i in old if i not in protected and not is_cleared(chunks[i])]
 
+    def placeholder_for(self, output: Chunk) -> str:
+        """The text ``output`` becomes: the placeholder, with the error line of a failure."""
+        if not self.keep_errors:
+            return self.placeholder
+        outcome, error = call_outcome([output])
+        if error is None:
+            return self.placeholder
+        status = outcome.split(",")[0]
+        code = status.removeprefix("exit ") if status.startswith("exit ") else None
+        # In the shape of a tool output, so that a summary of the cleared output still
+        # finds its exit status and error line.
+        head = "" if code is None else f"<returncode>{code}</returncode>\n"
+        return f"{head}{error}\n{self.placeholder}"
+
     def __call__(self, state: MemoryState) -> MemoryState:
         chunks = state.chunks
         positions = self.candidates(chunks)
@@ -143,7 +165,8 @@ class ClearToolUses:
             return state
         replaced: dict[int, Chunk] = {}
         for position in positions:
-            replaced[position] = derived_chunk(chunks[position], self.placeholder, CLEARED_KIND)
+            text = self.placeholder_for(chunks[position])
+            replaced[position] = derived_chunk(chunks[position], text, CLEARED_KIND)
         if self.clear_inputs:
             cleared_ids = {chunks[p].metadata.call_id for p in positions} - {None}
             for position, chunk in enumerate(chunks):

@@ -11,8 +11,12 @@ cache breakpoints. The rules, in the order they are applied:
    long) raises the ratio and forces clearing and compaction now.
 2. **In blocks.** Nothing changes while the request stays under its triggers: the
    request then only grows at its end, so each request reads the previous one from
-   the prompt cache. At a trigger, clearing (then compaction, if clearing is not
-   enough) makes room for many requests at once.
+   the prompt cache. At a trigger, compaction (and with it, at no extra cost, clearing
+   of the old outputs it keeps), or clearing alone when only its trigger is reached,
+   makes room for many requests at once. A compaction appends its summary after the
+   earlier ones (anchored), so the system prompt, the task and the earlier summaries
+   stay a stable prefix that the next request still reads from the cache; the
+   summaries are folded into one only when together they pass a quarter of the budget.
 3. **Only when it pays.** A change breaks the cache after its first changed chunk:
    that part is written again (Anthropic: 1.25x input) instead of read (0.1x). Under
    the budget a clearing or compaction is done only when the reads it saves over the
@@ -20,6 +24,11 @@ cache breakpoints. The rules, in the order they are applied:
 4. **Nothing structural breaks.** A call stays with its results, a call still
    waiting is never changed, the task (the first user turn) and pinned chunks are
    never cleared or compacted, and the build never exceeds the budget.
+
+This module holds the policy's options and its two drivers; the step itself is
+:mod:`memctx.policy._pipeline`, its events (clearing, compaction, trimming and whether
+they pay) :mod:`memctx.policy._events`, the provider request and its cache breakpoints
+:mod:`memctx.policy._request`.
 """
 
 from __future__ import annotations
@@ -27,34 +36,22 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import inspect
-import math
 import threading
-from collections.abc import Awaitable, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Generator, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import attrs
 
-from memctx._build.builder import ContextBuilder, counts_of, create_builder
-from memctx._build.compress_step import apply_compressors
-from memctx._build.counts import chunk_tokens
-from memctx._chunk import Chunk, ChunkType
-from memctx._exceptions import BudgetExceededError, CompactionError, MemctxError, PolicyError
+from memctx._build.builder import ContextBuilder, create_builder
+from memctx._exceptions import CompactionError, MemctxError, PolicyError
 from memctx._render.tokens import create_tokenizer
-from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
-from memctx.compress._compaction import (
-    CompactionPolicy,
-    check_summary,
-    is_compaction_summary,
-    place_summary,
-    plan_compaction,
-    summary_input,
-)
-from memctx.compress._compressors import TrimToolOutputs
+from memctx.compress._compaction import CompactionPolicy, check_summary
 from memctx.policy._clear import ClearToolUses, check_amount, resolve_amount
+from memctx.policy._events import Summarize
+from memctx.policy._pipeline import Memory, advance, run_step
 from memctx.policy._profiles import ModelProfile, model_profile
-from memctx.policy._request import anthropic_request
-from memctx.policy._step import PolicyReport, PolicyStep
+from memctx.policy._step import PolicyStep
 from memctx.typing import Summarizer, Tokenizer
 
 if TYPE_CHECKING:
@@ -64,86 +61,8 @@ Strategy = Literal["recent", "stable"]
 RecallProvider = Literal["openai", "anthropic", "gemini", "responses"]
 ToolMode = Literal["text", "native"]
 
-_GAP: Final = 0.25
-"""After a forced event the request is brought this fraction of the budget below it."""
-_CHARS_PER_TOKEN: Final = 4
-
-
-@attrs.frozen
-class _Summarize:
-    """A request from the step to its driver: summarise these chunks."""
-
-    chunks: tuple[Chunk, ...]
-    previous: str | None
-
-
-@attrs.define
-class _Memory:
-    """What a policy remembers of one thread between steps."""
-
-    ratio: float = 1.0
-    last_count: int | None = None
-    last_total: int | None = None
-    growth: float | None = None
-    overhead: float | None = None
-
-
-def _usage_tokens(usage: object) -> int:
-    """The input tokens a provider reports: Anthropic (input + cache read + cache
-    write), OpenAI (``prompt_tokens`` / ``input_tokens``, cached included) or Gemini
-    (``prompt_token_count``), from the SDK's usage object or a dict."""
-
-    def get(name: str) -> int:
-        value = usage.get(name) if isinstance(usage, Mapping) else getattr(usage, name, None)
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-            return 0
-        return int(value)
-
-    for name in ("prompt_tokens", "prompt_token_count"):
-        if get(name):
-            return get(name)
-    total = get("input_tokens")
-    total += get("cache_read_input_tokens") + get("cache_creation_input_tokens")
-    if not total:
-        raise PolicyError(
-            "usage",
-            f"found no input token count in {usage!r} (expected input_tokens, prompt_tokens "
-            "or prompt_token_count)",
-        )
-    return total
-
-
-def _task_position(chunks: Sequence[Chunk]) -> int | None:
-    for position, chunk in enumerate(chunks):
-        if chunk.type is ChunkType.AGENT and chunk.role == "user":
-            return position
-    return None
-
-
-def _record(
-    reports: list[PolicyReport],
-    stages: list[tuple[PolicyReport, MemoryState]],
-    state: MemoryState,
-) -> None:
-    """Note the state after the newest report, if that report changed something."""
-    if (
-        reports
-        and reports[-1].kind != "skipped"
-        and (not stages or stages[-1][0] is not reports[-1])
-    ):
-        stages.append((reports[-1], state))
-
-
-def _advance(
-    run: Generator[_Summarize, str | None, PolicyStep], answer: str | None
-) -> _Summarize | PolicyStep:
-    """Run the step on to its next question, or to its end (a StopIteration cannot cross
-    into an asyncio future, so the end is returned)."""
-    try:
-        return run.send(answer)
-    except StopIteration as done:
-        step: PolicyStep = done.value
-        return step
+_SUMMARY_SHARE: Final = 0.25
+"""The share of the budget the summaries may take together before they are folded."""
 
 
 def _has_recall_hint(summarizer: object) -> bool:
@@ -259,13 +178,22 @@ class ContextPolicy:
             from memctx.compress._extractive import ExtractiveSummarizer
 
             # About an eighth of the budget (4 characters a token), so that a summary
-            # leaves room for many requests after each compaction.
+            # leaves room for many requests after each compaction; of the assistant's
+            # remarks only the last (the summaries are read on every request: the
+            # commands, errors and files they keep are worth more than prose).
             summarizer = ExtractiveSummarizer(
-                max_chars=min(24_000, max(1_000, self.budget // 2)), recall_hint=recall
+                max_chars=min(24_000, max(1_000, self.budget // 2)),
+                max_decisions=1,
+                recall_hint=recall,
             )
         elif recall and _has_recall_hint(summarizer):
             summarizer = attrs.evolve(summarizer, recall_hint=True)  # type: ignore[misc]
         self.summarizer = summarizer
+        self.summary_cap = int(_SUMMARY_SHARE * self.budget)
+        """Tokens the summaries may hold together before a compaction folds them into one."""
+        lifetimes = self.profile.cache.lifetimes
+        self.stable_ttl: str | None = "1h" if 3600.0 in lifetimes[1:] else None
+        """The lifetime of the marks on the system prompt and the stable prefix."""
         self.compaction_tokens: tuple[int, int] | None = None
         if compaction is not None:
             try:
@@ -292,7 +220,7 @@ class ContextPolicy:
                     "clear_tool_uses.trigger",
                     f"{self.clear_trigger} tokens is above the budget of {self.budget}",
                 )
-        self._memory: dict[str | None, _Memory] = {}
+        self._memory: dict[str | None, Memory] = {}
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -407,7 +335,7 @@ class ContextPolicy:
         run = self._run(state, usage, overflowed, now)
         answer: str | None = None
         while True:
-            ask = await asyncio.to_thread(_advance, run, answer)
+            ask = await asyncio.to_thread(advance, run, answer)
             if isinstance(ask, PolicyStep):
                 return ask
             if _is_async(self.summarizer) or hasattr(self.summarizer, "asummarize"):
@@ -415,7 +343,7 @@ class ContextPolicy:
             else:
                 answer = await asyncio.to_thread(self._summarize, ask)
 
-    def _summarize(self, ask: _Summarize) -> str:
+    def _summarize(self, ask: Summarize) -> str:
         assert self.summarizer is not None
         try:
             text = self.summarizer(list(ask.chunks), ask.previous)
@@ -425,7 +353,7 @@ class ContextPolicy:
             raise PolicyError("summarizer", f"failed: {type(exc).__name__}: {exc}") from exc
         return self._checked(text)
 
-    async def _asummarize(self, ask: _Summarize) -> str:
+    async def _asummarize(self, ask: Summarize) -> str:
         summarizer: Any = self.summarizer
         try:
             call = getattr(summarizer, "asummarize", summarizer)
@@ -444,11 +372,7 @@ class ContextPolicy:
         except CompactionError:
             raise PolicyError("summarizer", f"returned no text ({text!r})") from None
 
-    # -- the step itself ------------------------------------------------------------
-
-    def _memory_of(self, thread_id: str | None) -> _Memory:
-        with self._lock:
-            return attrs.evolve(self._memory.get(thread_id) or _Memory())
+    # -- the step itself (memctx.policy._pipeline) --------------------------------
 
     def _run(
         self,
@@ -456,246 +380,14 @@ class ContextPolicy:
         usage: object,
         overflowed: bool,
         now: dt.datetime | None,
-    ) -> Generator[_Summarize, str | None, PolicyStep]:
+    ) -> Generator[Summarize, str | None, PolicyStep]:
         if not isinstance(state, MemoryState):
             raise PolicyError("state", f"must be a MemoryState, got {type(state).__name__}")
         if overflowed is not True and overflowed is not False:
             raise PolicyError("overflowed", f"must be True or False, got {overflowed!r}")
-        memory = self._memory_of(state.thread_id)
-        events: list[str] = []
-        if usage is not None:
-            reported = _usage_tokens(usage)
-            if memory.last_count:
-                memory.ratio = min(max(reported / memory.last_count, 0.5), 4.0)
-                events.append("calibrated")
-        if overflowed:
-            events.append("overflowed")
-            # The provider refused what it counted above its window; memctx had counted
-            # ``seen``. Aim below as if the provider counts that much more from now on.
-            window = self.profile.context_window if self.max_tokens is None else self.budget
-            seen = memory.last_count or self.budget
-            memory.ratio = min(max(memory.ratio * 1.25, 1.05 * window / max(seen, 1)), 4.0)
-        limit = max(1, min(self.budget, math.floor(self.budget / max(memory.ratio, 1.0))))
-        tok, builder = self.tokenizer, self.builder
-        counts = chunk_tokens(counts_of(builder), state, tok)
-        prompt = tok.count(self.system_prompt) if self.system_prompt else 0
-        per_chunk = memory.overhead if memory.overhead is not None else 4.0
-        overhead = prompt + math.ceil(per_chunk * len(state)) + 8
-        total = sum(counts) + overhead
-        if memory.last_total is not None and total > memory.last_total:
-            grown = total - memory.last_total
-            memory.growth = grown if memory.growth is None else 0.7 * memory.growth + 0.3 * grown
-        growth = memory.growth if memory.growth is not None else self.budget / 20
-        target = int(limit * (1 - _GAP))
-        first_total, first_counts = total, counts
-        for attempt in range(2):
-            # The estimate can be a little low: when the build still leaves chunks out,
-            # the step is done again as over the budget.
-            force = overflowed or total > limit or attempt == 1
-            reports: list[PolicyReport] = []
-            stages: list[tuple[PolicyReport, MemoryState]] = []
-            current, total, counts = state, first_total, first_counts
-            clear_trigger = self.clear_trigger
-            if clear_trigger is not None and (force or total > min(clear_trigger, limit)):
-                current, total, counts = self._clear(
-                    current, counts, total, overhead, force, limit, growth, reports
-                )
-                _record(reports, stages, current)
-            if self.compaction is not None and self.compaction_tokens is not None:
-                trigger, keep = self.compaction_tokens
-                must = overflowed or total > limit or (force and total > target)
-                if must or total > min(trigger, limit):
-                    outcome = yield from self._compact(
-                        current, counts, total, overhead, keep, must, limit, growth, reports, now
-                    )
-                    current, total, counts = outcome
-                    _record(reports, stages, current)
-            if total > limit:
-                current, total, counts = self._trim(
-                    current, counts, total, overhead, limit, reports
-                )
-                _record(reports, stages, current)
-            result, limit, task = self._build(current, limit, prompt)
-            if force or stages or not result.excluded_for("over_budget"):
-                break
-        request = self._request(result, None if task is None else current.chunks[task])
-        included = set(result.included_chunk_ids)
-        content = sum(c for ch, c in zip(current, counts, strict=True) if ch.id in included)
-        extra = max(0, result.token_count - content - prompt - 8)
-        memory.overhead = extra / max(len(included), 1)
-        memory.last_count = result.token_count
-        memory.last_total = sum(counts) + prompt + math.ceil(memory.overhead * len(current)) + 8
+        with self._lock:
+            memory = attrs.evolve(self._memory.get(state.thread_id) or Memory())
+        step = yield from run_step(self, state, memory, usage, overflowed, now)
         with self._lock:
             self._memory[state.thread_id] = memory
-        events.extend(r.kind for r in reports)
-        return PolicyStep(
-            state=current,
-            result=result,
-            request=request,
-            reports=tuple(reports),
-            events=tuple(events),
-            budget=limit,
-            stages=tuple(stages),
-        )
-
-    def _build(
-        self, current: MemoryState, limit: int, prompt: int
-    ) -> tuple[ContextBuildResult, int, int | None]:
-        options: dict[str, Any] = {
-            "tokenizer": self.tokenizer,
-            "strategy": self.strategy,
-            "provider": self.profile.provider,
-        }
-        if self.system_prompt is not None:
-            options["system_prompt"] = self.system_prompt
-        task = _task_position(current.chunks)
-        pinned = [c.id for c in current.chunks[:3] if is_compaction_summary(c)]
-        if task is not None:
-            pinned.insert(0, current.chunks[task].id)
-        if pinned:
-            options["pinned_chunk_ids"] = tuple(pinned)
-        try:
-            result = self.builder.build(current, max_tokens=limit, **options)
-        except BudgetExceededError as exc:
-            if exc.needed > self.budget:
-                raise
-            limit = exc.needed  # what must stay needs more than the calibrated budget
-            result = self.builder.build(current, max_tokens=limit, **options)
-        return result, limit, task
-
-    def _worth(self, saved: int, rewritten: int, after: int, trigger: int, growth: float) -> bool:
-        """Whether the reads saved until the next event outweigh the cache write now."""
-        read = self.profile.cache_read_multiplier
-        write = max(self.profile.cache_write_multiplier, 1.0)
-        requests = max(1.0, (trigger - after) / max(growth, 1.0))
-        return requests * saved * read >= rewritten * (write - read)
-
-    def _clear(
-        self,
-        state: MemoryState,
-        counts: list[int],
-        total: int,
-        overhead: int,
-        force: bool,
-        limit: int,
-        growth: float,
-        reports: list[PolicyReport],
-    ) -> tuple[MemoryState, int, list[int]]:
-        clear = self.clear_tool_uses
-        assert clear is not None
-        assert self.clear_trigger is not None
-        positions = clear.candidates(state.chunks)
-        if not positions:
-            return state, total, counts
-        new, report = apply_compressors(
-            state, [clear], tokenizer=self.tokenizer, counter=counts_of(self.builder)
-        )
-        if not report.changed:
-            return state, total, counts
-        saved = report.tokens_before - report.tokens_after
-        after = total - saved
-        first = positions[0]
-        rewritten = after - overhead - sum(counts[:first])
-        if saved <= 0 or saved < clear.clear_at_least:
-            reason = (
-                f"clearing would save {saved} tokens, under clear_at_least={clear.clear_at_least}"
-            )
-            reports.append(PolicyReport("skipped", reason, total, total))
-            return state, total, counts
-        if not force and not self._worth(saved, rewritten, after, self.clear_trigger, growth):
-            reason = (
-                f"clearing would save {saved} tokens a request but write {rewritten} again "
-                "to the cache: not worth it yet"
-            )
-            reports.append(PolicyReport("skipped", reason, total, total))
-            return state, total, counts
-        why = "over the budget" if force else f"over the trigger of {self.clear_trigger} tokens"
-        reason = f"{why}: cleared {len(report.replaced_ids)} old tool outputs"
-        reports.append(PolicyReport("cleared", reason, total, after, report))
-        return new, after, chunk_tokens(counts_of(self.builder), new, self.tokenizer)
-
-    def _compact(
-        self,
-        state: MemoryState,
-        counts: list[int],
-        total: int,
-        overhead: int,
-        keep: int,
-        must: bool,
-        limit: int,
-        growth: float,
-        reports: list[PolicyReport],
-        now: dt.datetime | None,
-    ) -> Generator[_Summarize, str | None, tuple[MemoryState, int, list[int]]]:
-        assert self.compaction_tokens is not None
-        trigger = self.compaction_tokens[0]
-        chunks = state.chunks
-        task = _task_position(chunks)
-        plan = plan_compaction(chunks, keep, counts, keep=() if task is None else (task,))
-        given = summary_input(state, plan)
-        if given is None:
-            return state, total, counts
-        previous_tokens = 0 if plan.previous is None else counts[plan.previous]
-        estimate = min(previous_tokens + 400, sum(counts[i] for i in plan.covered))
-        after = plan.must_keep_tokens + estimate + overhead
-        saved = total - after
-        if saved <= 0 and not must:
-            return state, total, counts
-        first = plan.covered[0]
-        rewritten = after - overhead - sum(counts[:first])
-        if not must and not self._worth(saved, rewritten, after, min(trigger, limit), growth):
-            reason = (
-                f"compaction would save about {saved} tokens a request but write {rewritten} "
-                "again to the cache: not worth it yet"
-            )
-            reports.append(PolicyReport("skipped", reason, total, total))
-            return state, total, counts
-        text = yield _Summarize(tuple(given[0]), given[1])
-        assert text is not None
-        new, report = place_summary(state, plan, text, self.tokenizer, self.builder, now)
-        new_counts = chunk_tokens(counts_of(self.builder), new, self.tokenizer)
-        new_total = sum(new_counts) + overhead
-        if new_total >= total:
-            reason = f"a compaction would not make the request smaller ({new_total} tokens)"
-            reports.append(PolicyReport("skipped", reason, total, total))
-            return state, total, counts
-        why = "over the budget" if must else f"over the trigger of {trigger} tokens"
-        reason = (
-            f"{why}: {len(report.covered_ids)} chunks summarised, the newest {keep} tokens kept"
-        )
-        reports.append(PolicyReport("compacted", reason, total, new_total, report))
-        return new, new_total, new_counts
-
-    def _trim(
-        self,
-        state: MemoryState,
-        counts: list[int],
-        total: int,
-        overhead: int,
-        limit: int,
-        reports: list[PolicyReport],
-    ) -> tuple[MemoryState, int, list[int]]:
-        """Cut outputs too large for the budget to a preview (the last resort)."""
-        max_chars = max(200, limit * _CHARS_PER_TOKEN // 4)
-        trim = TrimToolOutputs(keep_recent=0, max_chars=max_chars)
-        new, report = apply_compressors(
-            state, [trim], tokenizer=self.tokenizer, counter=counts_of(self.builder)
-        )
-        if not report.changed:
-            return state, total, counts
-        new_counts = chunk_tokens(counts_of(self.builder), new, self.tokenizer)
-        new_total = sum(new_counts) + overhead
-        reason = (
-            f"still over the budget of {limit}: {len(report.replaced_ids)} outputs cut to a preview"
-        )
-        reports.append(PolicyReport("trimmed", reason, total, new_total, report))
-        return new, new_total, new_counts
-
-    def _request(self, result: ContextBuildResult, task: Chunk | None) -> dict[str, Any]:
-        provider = self.profile.provider
-        if provider == "anthropic":
-            return anthropic_request(result, task, self.builder, self.tools)
-        if provider == "gemini":
-            gemini: dict[str, Any] = result.to_gemini(tools=self.tools)
-            return gemini
-        return {"messages": result.to_openai(tools=self.tools)}
+        return step
