@@ -29,7 +29,7 @@ from memctx import (
 from memctx.store import CONTEXT_BUILT, MemoryStore, _paged
 from memctx.store._paged import FIRST_PAGE
 from memctx.store._row_reads import ROWS_READ
-from strategies import agent_runs
+from strategies import agent_runs, examples
 
 _threads = itertools.count()
 
@@ -85,7 +85,7 @@ def small_pages(monkeypatch: pytest.MonkeyPatch) -> None:
 
 class TestPagedBuildsEqualInMemoryBuilds:
     @settings(
-        max_examples=60,
+        max_examples=examples(60),
         deadline=None,
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
     )
