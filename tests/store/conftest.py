@@ -124,12 +124,14 @@ class PostgresServer:
         return self._shared.url
 
     def close(self) -> None:
-        if self._shared is not None:
-            self._shared.close()
-        if self._stop is not None:
-            self._stop()
-        else:
-            self._run(self.admin_url, f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)')
+        try:
+            if self._shared is not None:
+                self._shared.close()
+        finally:
+            if self._stop is not None:
+                self._stop()
+            else:
+                self._run(self.admin_url, f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)')
 
 
 class _SharedSchema:
