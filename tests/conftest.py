@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from chromium import Chromium, find_chromium
 from media import make_pdf, make_png
@@ -15,6 +16,13 @@ from memctx import ContextBuilder, MemoryState, chunks, create_builder, create_t
 from memctx._render.tokens import EstimatingTokenizer, TiktokenTokenizer
 
 FIXED_TIME = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
+
+# Hypothesis's profile: its own ("default", or "ci" when $CI is set: the same examples every
+# run), or one named by $HYPOTHESIS_PROFILE (or --hypothesis-profile). "slow" is the active one
+# with ten times the examples: each property's own number, strategies.examples(n), times ten.
+settings.register_profile("slow", settings.default, max_examples=1000, deadline=None)
+if os.environ.get("HYPOTHESIS_PROFILE"):
+    settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])
 
 
 @pytest.fixture(scope="session")

@@ -17,10 +17,23 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 import attrs
+from hypothesis import settings
 from hypothesis import strategies as st
 
 from memctx import Chunk, ChunkMetadata, ChunkType, MemoryState, chunks
 from memctx._validators import PRIORITY_MAX, PRIORITY_MIN
+
+# -- how many examples ------------------------------------------------------------------------
+
+
+def examples(n: int) -> int:
+    """A property's ``max_examples``: ``n`` under the default profile, scaled by the profile's
+    own ``max_examples`` over Hypothesis's 100 (``HYPOTHESIS_PROFILE=slow``: ten times ``n``).
+
+    Call it where the test's ``@settings`` is made (tests/conftest.py loads the profile first).
+    """
+    return max(1, n * settings().max_examples // 100)
+
 
 # -- text ------------------------------------------------------------------------------------
 

@@ -40,7 +40,7 @@ from memctx.adapters import (
 )
 from memctx.xml import parse_element
 from provider_rules import anthropic_violations, gemini_violations, openai_violations
-from strategies import texts
+from strategies import examples, texts
 
 GPT4O = create_tokenizer("gpt-4o")
 
@@ -434,7 +434,7 @@ class TestToText:
         assert text.startswith("==== user ====\n")
         assert "\n=== assistant ===\n" in text
 
-    @settings(max_examples=60, deadline=None)
+    @settings(max_examples=examples(60), deadline=None)
     @given(text=texts)
     def test_no_content_line_reads_as_a_header(self, text: str) -> None:
         result = build(chunks.user(text, id="u"), chunks.assistant(text, id="a"))
@@ -468,7 +468,7 @@ class TestRandomHistories:
     """Property: random histories under random options give requests that meet every
     provider's rules, in both tool modes (the SDK suite checks 300 seeded states too)."""
 
-    @settings(max_examples=80, deadline=None)
+    @settings(max_examples=examples(80), deadline=None)
     @given(data=st.data())
     def test_every_adapter_meets_its_provider_rules(self, data: st.DataObject) -> None:
         state = data.draw(agent_histories())

@@ -29,6 +29,7 @@ from memctx.adapters import CLOSING_TURN, OPENING_TURN, to_anthropic
 from memctx.importers import load_openai_transcript
 from provider_rules import anthropic_violations
 from sdk_clients import Recorder, anthropic_client, check_anthropic_types
+from strategies import examples
 
 GPT4O = create_tokenizer("gpt-4o")
 TOOLS = [
@@ -300,7 +301,7 @@ class TestWhereTheMarksGo:
         assert marked(request) == [0, *message_ends(request)[-2:]]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     state=agent_histories(),
     budget=st.one_of(st.none(), st.integers(60, 1_500)),

@@ -11,6 +11,7 @@ from histories import texts
 from memctx import MemoryState, TiktokenTokenizer, chunks, create_builder, create_tokenizer
 from memctx._build.builder import counts_of
 from memctx.statefile import dumps_state, loads_state
+from strategies import examples
 
 GPT4O = create_tokenizer("gpt-4o")
 
@@ -64,7 +65,7 @@ def test_a_chunk_counted_in_pieces_is_never_encoded_twice() -> None:
     assert counts_of(builder).cached_tokens(state.get("big"), tokenizer) == tokenizer.count(segment)
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     pieces=st.lists(texts, min_size=1, max_size=4),
     repeat=st.integers(1, 30),

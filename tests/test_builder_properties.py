@@ -24,6 +24,7 @@ from memctx import (
     chunks,
     create_builder,
 )
+from strategies import examples
 
 
 def _units(state: MemoryState) -> list[set[str]]:
@@ -37,7 +38,7 @@ def _units(state: MemoryState) -> list[set[str]]:
     return list(groups.values())
 
 
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(250), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_build_guarantees_hold_for_any_state_and_options(data: st.DataObject) -> None:
     state = data.draw(agent_histories())
@@ -118,7 +119,7 @@ def test_every_tiktoken_tokenizer_says_its_counts_add_up_and_the_estimate_does_n
 
 
 @pytest.mark.parametrize("name", ADDITIVE_TOKENIZERS)
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(segments=st.lists(texts, min_size=1, max_size=8))
 def test_segment_counts_add_up_to_the_count_of_the_whole(name: str, segments: list[str]) -> None:
     """The method behind exact counts: rendered chunks joined by newlines.
@@ -135,7 +136,7 @@ def test_segment_counts_add_up_to_the_count_of_the_whole(name: str, segments: li
     assert tokenizer.count("".join(rendered)) == sum(tokenizer.count(s) for s in rendered)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_incremental_builds_equal_fresh_uncached_builds(data: st.DataObject) -> None:
     """Appending and rebuilding reuses memoised work; the result must not change."""

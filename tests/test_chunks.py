@@ -14,7 +14,13 @@ from hypothesis import assume, example, given, settings
 
 from memctx import Chunk, ChunkMetadata, ChunkType, InvalidChunkError, RendererRegistry, chunks
 from memctx._json import FrozenDict
-from strategies import BUILTIN_CONSTRUCTORS, ConstructorCall, aware_datetimes, constructor_calls
+from strategies import (
+    BUILTIN_CONSTRUCTORS,
+    ConstructorCall,
+    aware_datetimes,
+    constructor_calls,
+    examples,
+)
 
 WHEN = dt.datetime(2026, 11, 22, 3, 25, 56, tzinfo=dt.UTC)
 
@@ -331,7 +337,7 @@ class TestConstructors:
 
         assert chunk.metadata.compacted_at == 1703000000123
 
-    @settings(max_examples=200, deadline=None)
+    @settings(max_examples=examples(200), deadline=None)
     @given(when=aware_datetimes)
     @example(when=dt.datetime(3044, 10, 1, 7, 7, 17, 778998, tzinfo=dt.UTC))
     def test_compacted_at_of_any_datetime_after_1970_is_exact(self, when: dt.datetime) -> None:
@@ -583,7 +589,7 @@ class TestImmutability:
         assert hash(a) == hash(b)
         assert len({a, b}) == 1
 
-    @settings(max_examples=50, deadline=None)
+    @settings(max_examples=examples(50), deadline=None)
     @given(call=constructor_calls())
     def test_every_constructed_chunk_is_hashable(self, call: ConstructorCall) -> None:
         chunk = call.make()

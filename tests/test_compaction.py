@@ -20,7 +20,7 @@ from memctx.compaction import (
     compact,
     is_compaction_summary,
 )
-from strategies import agent_runs
+from strategies import agent_runs, examples
 
 NOW = dt.datetime(2026, 11, 24, 1, 0, tzinfo=dt.UTC)
 NOW_MS = 1_795_482_000_000
@@ -252,7 +252,9 @@ class TestCompactionPolicy:
 
 
 class TestCompactionProperties:
-    @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(
+        max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    )
     @given(state=agent_runs(), keep=st.integers(0, 3000), budget=st.integers(300, 6000))
     def test_compaction_covers_each_chunk_once_splits_nothing_and_builds_within_budget(
         self, state: MemoryState, keep: int, budget: int, gpt4o: TiktokenTokenizer
@@ -268,7 +270,9 @@ class TestCompactionProperties:
             assert new is state
         assert_builds_within(new, gpt4o, budget)
 
-    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(
+        max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    )
     @given(state=agent_runs(max_steps=60), trigger=st.integers(200, 3000))
     def test_a_policy_checked_after_every_append_never_compacts_twice_in_a_row_for_nothing(
         self, state: MemoryState, trigger: int, gpt4o: TiktokenTokenizer

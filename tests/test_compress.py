@@ -22,7 +22,7 @@ from memctx.compress import (
     protected_ids,
 )
 from memctx.compress._compressors import cut_text
-from strategies import agent_runs
+from strategies import agent_runs, examples
 
 
 @pytest.fixture
@@ -344,7 +344,9 @@ compressor_lists = st.lists(
 
 
 class TestCompressionProperties:
-    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(
+        max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    )
     @given(state=agent_runs(), compressors=compressor_lists, budget=st.integers(200, 4000))
     def test_compression_keeps_every_chunk_once_splits_nothing_and_builds_within_budget(
         self,

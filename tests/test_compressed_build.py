@@ -21,7 +21,7 @@ from memctx import (
 from memctx._render.prefix import shared_prefix_tokens
 from memctx._render.tokens import TiktokenTokenizer
 from memctx.compress import MaxChars, TrimToolOutputs
-from strategies import agent_runs
+from strategies import agent_runs, examples
 
 
 def steps(n: int, lines: int = 100) -> list[Chunk]:
@@ -118,7 +118,9 @@ class TestCompressToFit:
 
 
 class TestProperties:
-    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(
+        max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    )
     @given(
         state=agent_runs(),
         budget=st.integers(300, 5000),

@@ -20,7 +20,15 @@ from memctx import (
 )
 from memctx.compaction import ExtractiveSummarizer, compact
 from memctx.compress import MaxChars, MaxChunks, TrimToolOutputs, compress
-from strategies import agent_runs, compressor_chains, fit_compressors, id_options, states, texts
+from strategies import (
+    agent_runs,
+    compressor_chains,
+    examples,
+    fit_compressors,
+    id_options,
+    states,
+    texts,
+)
 
 BUILDER = create_builder()
 LONE = "abc\ud800def\udfff"
@@ -126,7 +134,7 @@ EXPECTED = (BudgetExceededError, BuildOptionError, ChunkNotFoundError)
 
 
 class TestProperties:
-    @settings(max_examples=150, deadline=None)
+    @settings(max_examples=examples(150), deadline=None)
     @given(
         st.one_of(agent_runs(max_steps=25), states(max_size=6)),
         compressor_chains,
@@ -156,7 +164,7 @@ class TestProperties:
             for chunk_id in options.get("pinned_chunk_ids", ()):
                 assert chunk_id in result.included_chunk_ids
 
-    @settings(max_examples=100, deadline=None)
+    @settings(max_examples=examples(100), deadline=None)
     @given(texts, compressor_chains)
     def test_compression_of_any_text_raises_only_documented_errors(
         self, text: str, chain: list[Any]

@@ -22,6 +22,7 @@ from memctx import (
     create_tokenizer,
 )
 from memctx.statefile import dumps_state, loads_state
+from strategies import examples
 
 GPT4O = create_tokenizer("gpt-4o")
 
@@ -74,7 +75,7 @@ def grow_and_compare(data: st.DataObject, full: MemoryState, opts: dict[str, Any
         assert outcome(builder.build, grown, opts) == outcome(fresh_build, grown, opts)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_growing_and_rebuilding_equals_a_full_build_for_any_recent_options(
     data: st.DataObject,
@@ -87,7 +88,7 @@ def test_growing_and_rebuilding_equals_a_full_build_for_any_recent_options(
     grow_and_compare(data, full, opts)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_growing_under_tight_budgets_with_filtered_kinds_equals_a_full_build(
     data: st.DataObject,

@@ -25,7 +25,7 @@ from memctx import (
 from memctx._render.prefix import shared_prefix_tokens
 from memctx.inspect._data import report_data, row_xml, unit_key
 from memctx.inspect._page import embed_json
-from strategies import texts
+from strategies import examples, texts
 
 
 def page_data(page: str) -> dict[str, Any]:
@@ -178,7 +178,7 @@ class TestReportData:
 
 
 class TestReportDataProperties:
-    @settings(max_examples=150, deadline=None)
+    @settings(max_examples=examples(150), deadline=None)
     @given(st.data())
     def test_rows_statuses_units_and_totals_agree_with_any_build(self, data: st.DataObject) -> None:
         state = data.draw(agent_histories())
@@ -281,7 +281,7 @@ class TestPage:
 
 
 class TestEmbedJson:
-    @settings(max_examples=300)
+    @settings(max_examples=examples(300))
     @given(texts)
     def test_no_text_can_end_the_script_block_and_it_reads_back_exactly(self, text: str) -> None:
         embedded = embed_json({"content": text, "payload": "</script><!--" + text})

@@ -28,7 +28,7 @@ from memctx import (
     load_state,
 )
 from memctx._render.prefix import shared_prefix_tokens
-from strategies import adversarial_text
+from strategies import adversarial_text, examples
 
 ROOT = Path(__file__).parent.parent
 EXAMPLE = ROOT / "examples" / "coding_agent.json"
@@ -454,7 +454,7 @@ class TestUntrustedContent:
         assert page.errors() == []
 
     @settings(
-        max_examples=6,
+        max_examples=examples(6),
         deadline=None,
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
     )

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from memctx import Chunk, CompactionError, MemoryState, chunks
 from memctx._render.tokens import TiktokenTokenizer
 from memctx.compaction import LLMSummarizer, compact
+from strategies import examples
 
 Messages = list[dict[str, str]]
 
@@ -134,7 +135,9 @@ def test_it_compacts_a_state(gpt4o: TiktokenTokenizer) -> None:
 
 
 class TestProperties:
-    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(
+        max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    )
     @given(
         sizes=st.lists(st.integers(0, 3000), min_size=1, max_size=25),
         budget=st.integers(700, 3000),  # the default prompt is ~350 tokens

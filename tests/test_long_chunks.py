@@ -34,7 +34,7 @@ from memctx import (
 from memctx._render.tokens import TiktokenTokenizer
 from memctx.xml import sanitize
 from memctx_renderers.environment import EnvironmentRenderer
-from strategies import texts
+from strategies import examples, texts
 
 
 @contextmanager
@@ -82,7 +82,7 @@ def lengthened(data: st.DataObject, state: MemoryState) -> MemoryState:
     return MemoryState(made)
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_a_build_that_renders_long_chunks_in_part_equals_one_that_renders_them_whole(
     data: st.DataObject,
@@ -105,7 +105,7 @@ def test_a_build_that_renders_long_chunks_in_part_equals_one_that_renders_them_w
     assert in_part == whole
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_rebuilding_with_more_room_goes_on_from_a_prefix_count(data: st.DataObject) -> None:
     state = lengthened(data, data.draw(agent_histories()))
@@ -256,7 +256,7 @@ class TestHugeLines:
         if kind != "one letter":  # one run of letters is a single pre-token: see docs/limits.md
             assert "huge" not in renderer.whole
 
-    @settings(max_examples=200, deadline=None)
+    @settings(max_examples=examples(200), deadline=None)
     @given(text=texts, extra=texts, repeat=st.integers(1, 400), limit=st.integers(0, 300))
     def test_more_than_never_claims_a_text_longer_than_it_is(
         self, text: str, extra: str, repeat: int, limit: int

@@ -20,6 +20,7 @@ from memctx import (
 )
 from memctx._render.prefix import EncodingMemo, shared_messages, shared_prefix_tokens
 from memctx._render.tokens import EstimatingTokenizer
+from strategies import examples
 
 # Stand-ins for the tokens that open a message, separate its role from its content
 # and close it: together the 3 tokens per message of OpenAI's counting recipe.
@@ -112,7 +113,7 @@ class TestSharedPrefixTokens:
         assert shared_prefix_tokens([], REQUEST, gpt4o) == 0
         assert shared_prefix_tokens([], [], gpt4o) == 0
 
-    @settings(max_examples=200, deadline=None)
+    @settings(max_examples=examples(200), deadline=None)
     @given(messages, messages)
     def test_equals_the_common_prefix_of_the_token_sequences(
         self, a: list[ContextMessage], b: list[ContextMessage]
@@ -125,7 +126,7 @@ class TestSharedPrefixTokens:
         assert shared_prefix_tokens(a, b, tokenizer) == reference
         assert shared_prefix_tokens(b, a, tokenizer) == reference
 
-    @settings(max_examples=300, deadline=None)
+    @settings(max_examples=examples(300), deadline=None)
     @given(common=split_texts, rest_a=split_texts, rest_b=split_texts, role=roles)
     def test_a_known_content_count_gives_the_same_figure(
         self, common: str, rest_a: str, rest_b: str, role: str
@@ -144,7 +145,7 @@ class TestSharedPrefixTokens:
         assert shared_prefix_tokens(a, b, tokenizer, content_tokens) == reference
         assert shared_prefix_tokens(b, a, tokenizer, content_tokens) == reference
 
-    @settings(max_examples=300, deadline=None)
+    @settings(max_examples=examples(300), deadline=None)
     @given(common=split_texts, rest_a=split_texts, rest_b=split_texts, role=roles)
     def test_encoding_only_around_the_first_difference_gives_the_same_figure(
         self, common: str, rest_a: str, rest_b: str, role: str
@@ -160,7 +161,7 @@ class TestSharedPrefixTokens:
         assert shared_prefix_tokens(a, b, tokenizer) == reference
         assert shared_prefix_tokens(b, a, tokenizer) == reference
 
-    @settings(max_examples=100, deadline=None)
+    @settings(max_examples=examples(100), deadline=None)
     @given(messages, messages)
     def test_an_estimate_never_exceeds_either_request(
         self, a: list[ContextMessage], b: list[ContextMessage]
@@ -176,7 +177,7 @@ class TestSharedPrefixTokens:
 
 
 class TestSharedMessages:
-    @settings(max_examples=200)
+    @settings(max_examples=examples(200))
     @given(a=messages, b=messages)
     def test_counts_the_leading_messages_equal_in_role_and_content(
         self, a: list[ContextMessage], b: list[ContextMessage]
@@ -232,7 +233,7 @@ class TestSharedMessages:
         assert again.prefix_messages_shared == len(again.messages)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_a_results_shared_prefix_equals_a_count_of_the_two_requests(data: st.DataObject) -> None:
     """The result counts whole shared messages from its chunks' counts: the figure must be

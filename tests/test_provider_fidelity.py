@@ -38,6 +38,7 @@ from memctx.importers import (
 )
 from memctx.statefile import dumps_state, loads_state
 from memctx.store import MemoryStore
+from strategies import examples
 
 GPT4O = create_tokenizer("gpt-4o")
 
@@ -484,7 +485,9 @@ _DATA = [base64.b64encode(p).decode() for p in _SMALL_PNGS]
 
 
 class TestNoBase64InText:
-    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(
+        max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    )
     @given(state=media_states(), tools=st.sampled_from(["text", "native"]))
     def test_no_message_text_of_any_request_holds_image_data(
         self, state: MemoryState, tools: str

@@ -23,6 +23,7 @@ from memctx import (
     chunks,
 )
 from memctx.xml import parse_element, render_element
+from strategies import examples
 
 
 class Claiming:
@@ -437,7 +438,7 @@ drawn_chunks = st.builds(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     renderers=st.lists(declared_renderers(), max_size=4),
     sequence=st.lists(drawn_chunks, min_size=2, max_size=16),

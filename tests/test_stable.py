@@ -17,6 +17,7 @@ from histories import agent_histories
 from memctx import MemctxError, MemoryState, chunks, create_builder, create_tokenizer
 from memctx._build.select_stable import LOW_WATER
 from memctx.statefile import dumps_state, loads_state
+from strategies import examples
 
 GPT4O = create_tokenizer("gpt-4o")
 
@@ -114,7 +115,7 @@ class TestStable:
         assert json.loads(there.stdout) == [m.to_dict() for m in here.messages]
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_a_builder_that_saw_earlier_states_chooses_what_a_fresh_one_chooses(
     data: st.DataObject,
@@ -137,7 +138,7 @@ def test_a_builder_that_saw_earlier_states_chooses_what_a_fresh_one_chooses(
         assert seen.included_chunk_ids == fresh.included_chunk_ids
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_while_the_whole_history_fits_everything_is_sent(data: st.DataObject) -> None:
     """The pass counts what sending each chunk adds (a chunk after one of its role joins

@@ -20,7 +20,7 @@ from memctx import (
     MemoryState,
     chunks,
 )
-from strategies import any_chunks, states
+from strategies import any_chunks, examples, states
 
 WHEN = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
 
@@ -69,7 +69,7 @@ class TestOrdering:
         assert state.chunks == (make("x"), make("y"))
         assert isinstance(state.chunks, tuple)
 
-    @settings(max_examples=30, deadline=None)
+    @settings(max_examples=examples(30), deadline=None)
     @given(state=states(any_chunks))
     def test_any_state_keeps_order_and_finds_every_chunk(self, state: MemoryState) -> None:
         assert state.ids == tuple(chunk.id for chunk in state.chunks)
@@ -116,7 +116,7 @@ class TestOfType:
     def test_type_without_chunks_gives_nothing(self, abc: MemoryState) -> None:
         assert abc.of_type(ChunkType.OUTPUT) == ()
 
-    @settings(max_examples=30, deadline=None)
+    @settings(max_examples=examples(30), deadline=None)
     @given(state=states(any_chunks))
     def test_types_partition_the_state(self, state: MemoryState) -> None:
         by_type = [chunk for t in ChunkType for chunk in state.of_type(t)]
@@ -181,7 +181,7 @@ class TestAppend:
         assert "x" not in right
         assert "y" not in left
 
-    @settings(max_examples=60, deadline=None)
+    @settings(max_examples=examples(60), deadline=None)
     @given(
         steps=st.lists(
             st.tuples(st.integers(min_value=0, max_value=50), st.integers(0, 3)),

@@ -35,7 +35,7 @@ from memctx.statefile import (
     loads_state,
     state_to_dict,
 )
-from strategies import any_chunks, states
+from strategies import any_chunks, examples, states
 
 WHEN = dt.datetime(2026, 11, 22, 3, 25, 56, 123456, tzinfo=dt.UTC)
 
@@ -59,7 +59,7 @@ def assert_identical(loaded: MemoryState, original: MemoryState) -> None:
 
 class TestRoundTrip:
     @settings(
-        max_examples=60,
+        max_examples=examples(60),
         deadline=None,
         suppress_health_check=[HealthCheck.function_scoped_fixture],
     )
@@ -74,13 +74,13 @@ class TestRoundTrip:
 
         assert_identical(load_state(path), state)
 
-    @settings(max_examples=60, deadline=None)
+    @settings(max_examples=examples(60), deadline=None)
     @given(state=states(any_chunks))
     def test_every_state_survives_dumps_and_loads_exactly(self, state: MemoryState) -> None:
         assume_no_surrogate_pair(state)
         assert_identical(loads_state(dumps_state(state)), state)
 
-    @settings(max_examples=60, deadline=None)
+    @settings(max_examples=examples(60), deadline=None)
     @given(chunk=any_chunks)
     def test_every_chunk_survives_to_dict_and_from_dict(self, chunk: Chunk) -> None:
         assume_no_surrogate_pair(MemoryState([chunk]))

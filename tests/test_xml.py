@@ -40,11 +40,12 @@ from strategies import (
     any_character,
     any_chunks,
     constructor_calls,
+    examples,
     names,
     texts,
 )
 
-PROPERTY = settings(max_examples=60, deadline=None)
+PROPERTY = settings(max_examples=examples(60), deadline=None)
 
 
 def is_xml_char(character: str) -> bool:
@@ -222,7 +223,7 @@ class TestRenderElementAgainstLxml:
 
         assert got == expected
 
-    @settings(max_examples=300, deadline=None)
+    @settings(max_examples=examples(300), deadline=None)
     @given(value=texts, content=texts)
     def test_escapes_any_text_as_lxml_does(self, value: str, content: str) -> None:
         written = render_element("tool_result", [("id", value), ("call_id", "c1")], content)
@@ -240,7 +241,7 @@ class TestRenderElementAgainstLxml:
 class TestRenderElementPrefix:
     """A prefix rendering is always the start of the whole rendering, in every mode."""
 
-    @settings(max_examples=300, deadline=None)
+    @settings(max_examples=examples(300), deadline=None)
     @given(
         content=st.lists(texts, max_size=6).map("".join),
         chars=st.integers(0, 200),
@@ -657,7 +658,7 @@ class TestBuiltinRenderers:
         assert set(EXPECTED) == {*BUILTIN_CONSTRUCTORS, "custom"}
         assert set(EXPECTED) | contentless == set(chunks.__all__)
 
-    @settings(max_examples=300, deadline=None)
+    @settings(max_examples=examples(300), deadline=None)
     @given(call=constructor_calls())
     def test_render_one_strictly_parsable_element_that_round_trips(
         self, registry: RendererRegistry, call: ConstructorCall

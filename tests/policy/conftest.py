@@ -22,6 +22,7 @@ _store_fixtures = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_store_fixtures)
 
 postgres_server = _store_fixtures.postgres_server
+sqlite_template = _store_fixtures.sqlite_template
 store_url = _store_fixtures.store_url
 api = _store_fixtures.api
 open_store = _store_fixtures.open_store

@@ -27,7 +27,7 @@ from memctx.compaction import CompactionPolicy
 from memctx.policy import ClearToolUses, ContextPolicy, model_profile
 from memctx.replay import ReplayReport, default_policy, load_run, replay
 from memctx.replay._run import orphaned_tool_calls, request_points
-from strategies import recorded_runs
+from strategies import examples, recorded_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAJECTORIES = sorted((ROOT / "examples" / "trajectories").glob("*.traj.json"))
@@ -287,7 +287,9 @@ def _timed(state: MemoryState) -> MemoryState:
 
 
 class TestTotals:
-    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(
+        max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    )
     @given(
         history=st.one_of(recorded_runs(), agent_histories().map(_timed)),
         strategy=st.sampled_from(["none", "recent", "stable", "rolling"]),

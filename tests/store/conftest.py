@@ -2,8 +2,14 @@
 
 The PostgreSQL server is a throwaway one, started once per session: ``initdb``
 and ``pg_ctl`` in a temporary directory, listening on 127.0.0.1 on a free
-port, trust authentication, stopped and deleted at the end. Each test gets an
-empty schema of its own. The binaries are looked for in ``$MEMCTX_PG_BIN``, then
+port, trust authentication, stopped and deleted at the end. Each worker process
+has one schema with the store's tables, made once: before each test every row
+is deleted (and the sequences restarted), which takes milliseconds where making
+the tables takes a few hundred. A test that changed the tables themselves (its
+schema no longer matches the one made) gets a new schema; a test marked
+``new_database`` gets one made for it, for the path that creates the tables.
+On SQLite each test gets a copy of a file the store created once. The
+binaries are looked for in ``$MEMCTX_PG_BIN``, then
 on ``PATH``, then in ``/usr/lib/postgresql/*/bin``. PostgreSQL refuses to run
 as root, so as root the server runs as the ``postgres`` user.
 
@@ -68,11 +74,12 @@ def _free_port() -> int:
 
 
 class PostgresServer:
-    """A PostgreSQL server for the tests, and an empty schema per test.
+    """A PostgreSQL server for the tests, and its databases: schemas of one database.
 
-    Every test gets a schema of its own in one database, named by the URL's
-    ``search_path`` (creating a schema takes a millisecond, a database a
-    hundred): the store sees only its own tables.
+    A test's database is a schema named by the URL's ``search_path`` (creating
+    a schema takes a millisecond, a database a hundred): the store sees only
+    its own tables. :meth:`empty_database` hands out one shared schema,
+    emptied; :meth:`new_database` a schema without tables.
     """
 
     database = "memctx_tests"
@@ -86,6 +93,7 @@ class PostgresServer:
         self.database_url = f"{base}/{self.database}"
         self._run(admin_url, f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)')
         self._run(admin_url, f'CREATE DATABASE "{self.database}"')
+        self._shared: _SharedSchema | None = None
 
     @staticmethod
     def _run(url: str, sql: str) -> None:
@@ -102,11 +110,126 @@ class PostgresServer:
         url = self.database_url.replace("postgresql://", "postgresql+psycopg://", 1)
         return f"{url}?options=-csearch_path%3D{name}"
 
+    def empty_database(self) -> str:
+        """The SQLAlchemy URL of this process's shared schema: the store's tables, no rows.
+
+        Made on first use; made again when the last test changed its tables
+        (or left a lock that keeps its rows from being deleted).
+        """
+        if self._shared is not None and not self._shared.empty():
+            self._shared.close()
+            self._shared = None
+        if self._shared is None:
+            self._shared = _SharedSchema(self.new_database())
+        return self._shared.url
+
     def close(self) -> None:
-        if self._stop is not None:
-            self._stop()
-        else:
-            self._run(self.admin_url, f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)')
+        try:
+            if self._shared is not None:
+                self._shared.close()
+        finally:
+            if self._stop is not None:
+                self._stop()
+            else:
+                self._run(self.admin_url, f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)')
+
+
+class _SharedSchema:
+    """A schema the store made its tables in, emptied between tests.
+
+    What it should look like (its tables, columns, constraints, indexes,
+    triggers and functions, and the ``memctx_schema`` row) is read once, after
+    the store made it; :meth:`empty` checks that, then deletes every other
+    table's rows, children first, and restarts its sequences.
+    """
+
+    def __init__(self, url: str) -> None:
+        import psycopg
+
+        self.url = url
+        self.name = url.rpartition("%3D")[2]
+        MemoryStore.open(url).close()  # the tables, as a new store makes them
+        base = url.partition("?")[0].replace("postgresql+psycopg://", "postgresql://", 1)
+        self._connection = psycopg.connect(base, autocommit=True)
+        try:
+            # A lock left by a test's store makes the next test's setup fail, not hang.
+            self._connection.execute("SET lock_timeout = '5s'")
+            self._shape_query = self._SHAPE.replace(
+                "FROM memctx_schema", f'FROM "{self.name}".memctx_schema'
+            )
+            self._shape = self._read_shape()
+            self._empty_it = self._delete_statements()
+        except BaseException:
+            self._connection.close()
+            raise
+
+    _SHAPE = """
+        SELECT md5(string_agg(x, ',' ORDER BY x))
+          || coalesce((SELECT json_agg(s ORDER BY s.id)::text FROM memctx_schema AS s), '')
+        FROM (
+          SELECT 'c:' || relname || ':' || relkind::text AS x FROM pg_class
+          WHERE relnamespace = %(ns)s::regnamespace
+          UNION ALL SELECT 'a:' || c.relname || '.' || attname || ':'
+            || format_type(atttypid, atttypmod) || ':' || attnotnull::text
+            || ':' || coalesce(pg_get_expr(d.adbin, d.adrelid), '')
+          FROM pg_attribute AS a JOIN pg_class AS c ON c.oid = a.attrelid
+          LEFT JOIN pg_attrdef AS d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+          WHERE c.relnamespace = %(ns)s::regnamespace AND attnum > 0 AND NOT attisdropped
+          UNION ALL SELECT 'i:' || pg_get_indexdef(indexrelid) FROM pg_index AS i
+          JOIN pg_class AS c ON c.oid = i.indrelid WHERE c.relnamespace = %(ns)s::regnamespace
+          UNION ALL SELECT 't:' || tgname || ':' || tgenabled::text FROM pg_trigger AS t
+          JOIN pg_class AS c ON c.oid = t.tgrelid WHERE c.relnamespace = %(ns)s::regnamespace
+          UNION ALL SELECT 'p:' || proname || ':' || md5(prosrc) FROM pg_proc
+          WHERE pronamespace = %(ns)s::regnamespace
+          UNION ALL SELECT 'k:' || conname || ':' || pg_get_constraintdef(oid) FROM pg_constraint
+          WHERE connamespace = %(ns)s::regnamespace
+        ) AS shape"""
+
+    def _read_shape(self) -> str:
+        row = self._connection.execute(self._shape_query, {"ns": self.name}).fetchone()
+        assert row is not None
+        return str(row[0])
+
+    def _delete_statements(self) -> str:
+        ns = {"ns": self.name}
+        tables = [r[0] for r in self._connection.execute(
+            "SELECT relname FROM pg_class WHERE relnamespace = %(ns)s::regnamespace "
+            "AND relkind = 'r' AND relname <> 'memctx_schema' ORDER BY relname", ns)]  # fmt: skip
+        parents = {t: set[str]() for t in tables}
+        for child, parent in self._connection.execute(
+            "SELECT c.relname, p.relname FROM pg_constraint AS k "
+            "JOIN pg_class AS c ON c.oid = k.conrelid JOIN pg_class AS p ON p.oid = k.confrelid "
+            "WHERE k.contype = 'f' AND k.connamespace = %(ns)s::regnamespace", ns):  # fmt: skip
+            if child != parent and child in parents:
+                parents[child].add(parent)
+        order: list[str] = []  # children before the tables they reference
+        while parents:
+            leaves = sorted(t for t in parents if not any(t in p for p in parents.values()))
+            assert leaves, f"a cycle of foreign keys among {sorted(parents)}"
+            order.extend(leaves)
+            for t in leaves:
+                del parents[t]
+        statements = [f'DELETE FROM "{self.name}"."{t}"' for t in order]
+        statements.append(
+            "SELECT setval(oid, 1, false) FROM pg_class "
+            f"WHERE relkind = 'S' AND relnamespace = '\"{self.name}\"'::regnamespace"
+        )
+        return "; ".join(statements)
+
+    def empty(self) -> bool:
+        """Delete every row; False if the schema is not as made (a new one is needed)."""
+        import psycopg
+
+        try:
+            if self._read_shape() != self._shape:
+                return False
+            self._connection.execute(self._empty_it)
+        except psycopg.Error:
+            return False
+        return True
+
+    def close(self) -> None:
+        self._connection.close()
 
 
 def _unavailable(reason: str) -> None:
@@ -199,13 +322,30 @@ def postgres_server() -> Iterator[PostgresServer]:
     server.close()
 
 
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file with the store's tables and no rows, made once per process."""
+    path = tmp_path_factory.mktemp("template") / "memory.db"
+    MemoryStore.open(f"sqlite:///{path}").close()
+    # Closing the last connection wrote the journal (WAL) into the file: the file is all of it.
+    assert sorted(p.name for p in path.parent.iterdir()) == ["memory.db"]
+    return path
+
+
 @pytest.fixture(params=BACKENDS)
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """An empty database: a SQLite file, or a fresh PostgreSQL database."""
+    """An empty database (the store's tables, no rows): a SQLite file, or a PostgreSQL schema.
+
+    Marked ``new_database``, the test gets a database without tables instead.
+    """
+    new = request.node.get_closest_marker("new_database") is not None
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'memory.db'}"
+        path = tmp_path / "memory.db"
+        if not new:
+            shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
+        return f"sqlite:///{path}"
     server: PostgresServer = request.getfixturevalue("postgres_server")
-    return server.new_database()
+    return server.new_database() if new else server.empty_database()
 
 
 @pytest.fixture(params=APIS)

@@ -21,6 +21,12 @@ from memctx.store import MemoryStore
 Rows = Callable[[], dict[str, list[tuple[object, ...]]]]
 
 
+@pytest.fixture
+def api() -> str:
+    """The CLI uses MemoryStore; its tests set up their data with it too (as in test_store_cli)."""
+    return "sync"
+
+
 def _deep_text(depth: int) -> str:
     return "[" * depth + "1" + "]" * depth
 

@@ -48,6 +48,7 @@ class TestSchemaVersion:
         with pytest.raises(SchemaVersionError, match="upgrade memctx"):
             open_with(api, store_url)
 
+    @pytest.mark.new_database
     def test_a_new_database_records_the_current_version(
         self, store: MemoryStore, sql: Engine
     ) -> None:

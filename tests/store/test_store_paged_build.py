@@ -10,7 +10,7 @@ budget), keeps what it read from an earlier build, or reads every row.
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import Any, Final
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
@@ -31,7 +31,7 @@ from memctx import (
 from memctx.store import CONTEXT_BUILT, MemoryStore, _paged, _paged_reads
 from memctx.store._paged import FIRST_PAGE
 from memctx.store._row_reads import ROWS_READ
-from strategies import agent_runs
+from strategies import agent_runs, examples
 
 _threads = itertools.count()
 
@@ -86,16 +86,30 @@ def small_pages(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_paged, "MIN_PAGE", 2)
 
 
+EXAMPLES: Final = {"sync": 60, "async": 20}
+"""The property's examples per store class. AsyncMemoryStore runs the very same operations
+(through ``AsyncSession.run_sync``): its examples check that it pages alike, not the paging."""
+
+
 class TestPagedBuildsEqualInMemoryBuilds:
-    @settings(
-        max_examples=60,
-        deadline=None,
-        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-    )
-    @given(history=agent_runs(max_steps=80), plan=steps, data=st.data())
     def test_any_history_and_options_build_as_in_memory(
+        self, small_pages: None, open_store: Any, api: str
+    ) -> None:
+        @settings(
+            max_examples=examples(EXAMPLES[api]),
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow],
+        )
+        @given(history=agent_runs(max_steps=80), plan=steps, data=st.data())
+        def any_history(
+            history: MemoryState, plan: list[tuple[Any, ...]], data: st.DataObject
+        ) -> None:
+            self.builds_as_in_memory(open_store, history, plan, data)
+
+        any_history()
+
+    def builds_as_in_memory(
         self,
-        small_pages: None,
         open_store: Any,
         history: MemoryState,
         plan: list[tuple[Any, ...]],

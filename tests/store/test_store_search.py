@@ -26,7 +26,7 @@ from memctx.compaction import ExtractiveSummarizer
 from memctx.compress import TrimToolOutputs
 from memctx.store import MemoryStore, SearchHit
 from memctx.store._search_index import MAX_WORD, words
-from strategies import search_queries
+from strategies import examples, search_queries
 
 FILLER = [f"unrelated note number {n} about lunch" for n in range(8)]
 
@@ -413,7 +413,7 @@ class TestQueriesAreText:
         assert store.search("t", query) == ()
 
     @settings(
-        max_examples=40,
+        max_examples=examples(40),
         deadline=None,
         suppress_health_check=[HealthCheck.function_scoped_fixture],
     )

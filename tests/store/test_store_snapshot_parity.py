@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from memctx import Chunk
 from memctx._validators import STORE_FORBIDDEN
 from memctx.store import MemoryStore
-from strategies import any_chunks
+from strategies import any_chunks, examples
 
 
 def storable(chunk: Chunk) -> Chunk:
@@ -88,7 +88,7 @@ _names = (f"t{n}" for n in itertools.count())
 @pytest.mark.postgres
 @pytest.mark.parametrize(("source", "target"), [("sqlite", "postgresql"), ("postgresql", "sqlite")])
 @settings(
-    max_examples=25,
+    max_examples=examples(25),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -15,7 +15,7 @@ from memctx.team._assemblers import (
     PlainTextAssembler,
 )
 from memctx.xml import sanitize
-from strategies import adversarial_text, texts
+from strategies import adversarial_text, examples, texts
 
 TEXT_LAYOUTS: dict[str, ContextAssembler] = {
     "codex": CodexContextAssembler(),
@@ -51,7 +51,7 @@ def context(messages: list[tuple[str, str, str]], task: str | None, current: str
 
 
 class TestTextLayouts:
-    @settings(max_examples=150, deadline=None)
+    @settings(max_examples=examples(150), deadline=None)
     @given(
         layout=st.sampled_from(sorted(TEXT_LAYOUTS)),
         messages=st.lists(st.tuples(names, names, bodies), max_size=5),
@@ -69,7 +69,7 @@ class TestTextLayouts:
 
         assert skeleton(real) == skeleton(plain)
 
-    @settings(max_examples=100, deadline=None)
+    @settings(max_examples=examples(100), deadline=None)
     @given(messages=st.lists(st.tuples(names, names, bodies), min_size=1, max_size=5))
     def test_each_message_has_one_speaker_line_with_one_arrow(
         self, messages: list[tuple[str, str, str]]
@@ -92,7 +92,7 @@ class TestTextLayouts:
 
 
 class TestXmlLayout:
-    @settings(max_examples=100, deadline=None)
+    @settings(max_examples=examples(100), deadline=None)
     @given(messages=st.lists(st.tuples(names, names, bodies), min_size=1, max_size=4))
     def test_every_message_element_names_its_true_speaker(
         self, messages: list[tuple[str, str, str]]

@@ -25,7 +25,7 @@ from memctx.team import (
     strip_markers,
 )
 from memctx.xml import parse_element, sanitize
-from strategies import names, texts
+from strategies import examples, names, texts
 
 
 @pytest.fixture
@@ -181,7 +181,7 @@ class TestBuildForAgent:
 
 
 class TestTeamMessageRenderer:
-    @settings(max_examples=60)
+    @settings(max_examples=examples(60))
     @given(st.lists(st.tuples(names, names, texts), min_size=1, max_size=4))
     def test_no_message_can_forge_an_element_or_its_attribution(
         self, items: list[tuple[str, str, str]]
