@@ -481,6 +481,10 @@ class TestMigration:
                 connection.execute(text("DROP TRIGGER memctx_search_thread_deleted"))
                 connection.execute(text("DROP TABLE memctx_search"))
                 connection.execute(text("DROP TABLE memctx_search_threads"))
+            # nor what version 5 added
+            connection.execute(text("DROP TABLE memctx_waiting"))
+            for index in ("memctx_chunks_special", "memctx_chunks_unit"):
+                connection.execute(text(f"DROP INDEX {index}"))
             connection.execute(text("UPDATE memctx_schema SET version = 3"))
 
         reopened = open_store()
