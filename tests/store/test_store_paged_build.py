@@ -216,7 +216,8 @@ class TestPagedBuildsReadWhatTheBudgetReaches:
     def test_a_stable_build_reads_about_what_a_recent_one_reads_and_builds_the_same(
         self, open_store: Any, long_thread: str, monkeypatch: pytest.MonkeyPatch, want: float
     ) -> None:
-        """Reading too few rows first (``want`` 0.1) costs another read, never the result."""
+        """Reading too few rows first (``want`` 0.1) costs more reads, never the result."""
+        monkeypatch.setattr(_paged, "FIRST_PAGE", 8)
         monkeypatch.setattr(_paged, "STABLE_WANT", want)
         tokenizer = create_tokenizer("gpt-4o")
         options: dict[str, Any] = {"max_tokens": 1_000, "tokenizer": tokenizer}
