@@ -17,7 +17,8 @@ other candidate from there on costs: its tokens, plus a message overhead for
 each chunk whose role differs from the candidate's before it, and for the
 first one. Walking back from the newest chunk, the first position where the
 tail exceeds the room is the *limit*: the start is the first boundary above
-it. That reads about what a ``recent`` build reads.
+it (the first chunk, when the whole history fits). That reads about what a
+``recent`` build reads.
 
 The boundaries: each chunk has a *rank*, a hash of its id. A chunk is a
 boundary when its rank is higher than that of every chunk near it, near
@@ -26,7 +27,8 @@ meaning that what lies strictly between the two costs at most a *reach*
 pin rarely changes it); a chunk costs its tokens and its message's overhead
 (nothing if it is not a candidate, or pinned for good). So two boundaries
 are more than a reach apart, and on average about two reaches: the start
-moves about half the room at a time, and then the tail fills the other half. And the boundaries have what ``stable`` needs:
+moves about half the room at a time (the tail then fills what is left).
+And the boundaries have what ``stable`` needs:
 
 - appending chunks adds no boundary below the newest ones, and takes one
   away only within a reach of the end (a newer chunk of a higher rank
@@ -124,10 +126,7 @@ class _Reader:
         found = self.costs.get(position)
         if found is None:
             role, permanent, tokens = self.facts(position)
-            if role is None or permanent:
-                found = 0
-            else:
-                found = tokens + self.problem.costs.overhead[role]
+            found = 0 if role is None or permanent else tokens + self.problem.costs.overhead[role]
             self.costs[position] = found
         return found
 
