@@ -215,7 +215,7 @@ class TestTokenCache:
 
 
 class TestStableRebuilds:
-    """``stable`` builds read every visible chunk once; rebuilds read what was appended."""
+    """``stable`` builds page as ``recent`` ones do: rebuilds read what was appended."""
 
     def test_a_rebuild_after_appends_reads_only_the_new_rows_and_equals_a_fresh_build(
         self, open_store: Callable[[], MemoryStore], long_thread: str
@@ -242,18 +242,20 @@ class TestStableRebuilds:
         event = restarted.events(long_thread, CONTEXT_BUILT)[-1].payload
         assert (event["chunks_read"], event["tokens_counted"]) == (event["visible"], 0)
 
-    def test_another_builder_reads_the_thread_again(
+    def test_another_builder_reuses_the_rows_and_counts_read_before(
         self, store: MemoryStore, long_thread: str
     ) -> None:
         options: dict[str, Any] = {"tokenizer": create_tokenizer("gpt-4o"), "strategy": "stable"}
         store.build(long_thread, 300, **options)
         store.append(long_thread, chunks.assistant("more", id="more"))
 
-        store.build(long_thread, 300, builder=create_builder(), **options)
+        result = store.build(long_thread, 300, builder=create_builder(), **options)
 
         event = store.events(long_thread, CONTEXT_BUILT)[-1].payload
-        assert event["chunks_read"] == event["visible"] == 10
-        assert (event["tokens_reused"], event["tokens_counted"]) == (9, 1)  # the new one
+        fresh = create_builder().build(store.get_current_state(long_thread), 300, **options)
+        assert (event["chunks_read"], event["visible"]) == (1, 10)  # the new one
+        assert (event["tokens_reused"], event["tokens_counted"]) == (9, 1)
+        assert result.messages == fresh.messages
 
 
 class TestEvents:

@@ -3,8 +3,9 @@
 Property: for any history of appends and view operations, any build options
 and budget, ``store.build`` gives what a fresh builder gives for
 ``get_current_state`` — messages, count, included ids, and every left-out
-visible chunk with its reason — whether the store pages (``recent`` with a
-budget), keeps what it read from an earlier build, or reads every row.
+visible chunk with its reason — whether the store pages (``recent`` or
+``stable`` with a budget), keeps what it read from an earlier build, or reads
+every row.
 """
 
 from __future__ import annotations
@@ -80,10 +81,12 @@ steps = st.lists(
 
 @pytest.fixture
 def small_pages(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Pages of a few rows, so that short histories are read in several pages too."""
+    """Pages of a few rows, so that short histories are read in several pages too (and a
+    ``stable`` build often finds it must read more than it read first)."""
     monkeypatch.setattr(_paged, "FIRST_PAGE", 3)
     monkeypatch.setattr(_paged_reads, "FIRST_PAGE", 3)
     monkeypatch.setattr(_paged, "MIN_PAGE", 2)
+    monkeypatch.setattr(_paged, "STABLE_WANT", 0.5)
 
 
 EXAMPLES: Final = {"sync": 60, "async": 20}
@@ -145,7 +148,8 @@ class TestPagedBuildsEqualInMemoryBuilds:
                     # Named chunks come from the first append (they may be hidden since).
                     options = data.draw(build_options(first), label="options")
                     if data.draw(st.integers(0, 3), label="paged"):  # mostly paged
-                        options["strategy"] = "recent"
+                        strategy = data.draw(st.sampled_from(["recent", "stable"]))
+                        options["strategy"] = strategy
                         options["max_tokens"] = data.draw(st.integers(60, 600))
                         options.pop("reserve_tokens", None)
                         visible = set(store.get_current_state(thread_id).ids)
@@ -224,6 +228,34 @@ class TestPagedBuildsReadWhatTheBudgetReaches:
         read = self.rows_read(store, long_thread, max_tokens=1_000, tokenizer=tokenizer)
 
         assert read == 1
+
+    @pytest.mark.parametrize("want", [_paged.STABLE_WANT, 0.1])
+    def test_a_stable_build_reads_about_what_a_recent_one_reads_and_builds_the_same(
+        self, open_store: Any, long_thread: str, monkeypatch: pytest.MonkeyPatch, want: float
+    ) -> None:
+        """Reading too few rows first (``want`` 0.1) costs more reads, never the result."""
+        monkeypatch.setattr(_paged, "FIRST_PAGE", 8)
+        monkeypatch.setattr(_paged, "STABLE_WANT", want)
+        tokenizer = create_tokenizer("gpt-4o")
+        options: dict[str, Any] = {"max_tokens": 1_000, "tokenizer": tokenizer}
+        first = open_store()
+        first.build(long_thread, **options)  # stores the counts
+        first.close()
+        recent = self.rows_read(open_store(), long_thread, **options)
+        store = open_store()
+
+        for n in range(12):  # the start stays put, then moves a block on
+            stable = self.rows_read(store, long_thread, strategy="stable", **options)
+            result = store.build(long_thread, strategy="stable", **options)
+            fresh = create_builder(tokenizer).build(
+                store.get_current_state(long_thread), strategy="stable", **options
+            )
+            same_build(result, fresh)
+            store.append(long_thread, chunks.assistant(f"step {n} " + "word " * 40, id=f"a{n}"))
+            if n == 0:  # read cold, as the recent build was
+                assert recent <= stable <= 2 * recent
+            else:
+                assert stable == 1  # the chunk appended
 
     def test_a_build_without_a_budget_reads_every_row(
         self, store: MemoryStore, long_thread: str

@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from memctx._build.cache import BuildCaches, ChunkCosts, CountKey, HistoryCache
+from memctx._build.options import BuildOptions
+from memctx._build.select_stable import StableStart
 from memctx._chunk import Chunk
 from memctx._render.rendering import XmlRendering
 from memctx._render.segments import RenderedChunk
@@ -66,7 +68,9 @@ class BuilderCounts:
     def costs(self, cache: HistoryCache, items: list[Chunk], tokenizer: Tokenizer) -> ChunkCosts:
         """The cached costs of one history's chunks under ``tokenizer``."""
         count_key, adds_up = self._count_key(tokenizer)
-        return ChunkCosts(cache, items, count_key[0], self._rendering, tokenizer, count_key, adds_up)
+        return ChunkCosts(
+            cache, items, count_key[0], self._rendering, tokenizer, count_key, adds_up
+        )
 
     def token_counts(self, state: MemoryState, tokenizer: Tokenizer) -> dict[int, int]:
         """Token counts of ``state``'s chunks the builder knows, by position."""
@@ -87,6 +91,21 @@ class BuilderCounts:
             for position, tokens in counts.items():
                 if 0 <= position < len(state):
                     costs.seed(position, tokens)
+
+    def stable_lowest(
+        self, state: MemoryState, options: BuildOptions, tokenizer: Tokenizer
+    ) -> int | None:
+        """The lowest position the last ``stable`` build of ``state`` with ``options`` read
+        (what lies below it changes nothing but through the pinned chunks); None when
+        there was no such build."""
+        history = state.shared_history
+        with history.lock:
+            last = self._caches.for_history(history).by_options.get(
+                (options, self._count_key(tokenizer)[0])
+            )
+        if last is None or last.length != len(state) or not isinstance(last.memory, StableStart):
+            return None
+        return last.memory.lowest
 
     def cached_tokens(self, chunk: Chunk, tokenizer: Tokenizer) -> int | None:
         """The count of ``chunk``'s segment if a build of a live state holding it counted it."""

@@ -12,7 +12,7 @@ from memctx._exceptions import BuildOptionError
 from memctx._build.incremental import LastWalk, MessagesByChunks, extend_walk
 from memctx._build.select_greedy import select_by_priority, select_in_order
 from memctx._build.select_recent import NewestFirstWalk
-from memctx._build.select_stable import StableStart, select_start
+from memctx._build.select_stable import select_start
 from memctx._build.selection import Selection, SelectionProblem
 
 
@@ -63,14 +63,18 @@ def select_recent(problem: SelectionProblem, remembered: object | None) -> Selec
 
 
 def select_stable(problem: SelectionProblem, remembered: object | None) -> Selected:
-    """Every candidate from a start that moves only in large steps (see ``select_stable``)."""
+    """Every candidate from a start that moves only by blocks (see ``select_stable``).
+
+    The start is found anew from the newest chunks on every build (it depends
+    on nothing else), so a fresh builder and a warm one choose alike.
+    """
     if problem.budget is None:
         return select_recent(problem, None)
-    progress = remembered if isinstance(remembered, StableStart) else None
-    start, progress = select_start(problem, progress)
+    found = select_start(problem)
+    start = found.start
     walk = _new_walk(problem)
     walk.walk(takewhile(lambda p: p >= start, problem.candidates.positions_desc()))
-    return Selected(walk.selection(), memory=progress)
+    return Selected(walk.selection(), memory=found)
 
 
 def _greedy(choose: Callable[[SelectionProblem], Selection]) -> Selector:

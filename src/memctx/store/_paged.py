@@ -24,8 +24,14 @@ left out for the budget, or for the filter that removed them, in order.
 The light index, the rows read and the reach are kept per thread (in the
 store's process), so the next build after an append reads only the appended
 rows and extends the reach: the builder then rebuilds incrementally.
-Anything paging cannot prove the same — strategies other than ``recent``, no
-budget — is built from every visible row, as before (:mod:`._build`).
+``stable`` pages the same way: its start is found from the newest chunks
+and a little below where the budget runs out (:mod:`memctx._build.select_stable`),
+so it reads the newest rows up to one and a half budgets, builds that reach,
+and checks that the start depended on nothing below the reach's run of newest
+rows (else it reads twice as many and builds again). Anything paging cannot
+prove the same — other strategies, no budget, ``stable`` with
+``include_only_chunk_ids`` — is built from every visible row, as before
+(:mod:`._build`).
 """
 
 from __future__ import annotations
@@ -56,9 +62,20 @@ REACH_SLACK = 4
 """A kept reach is made anew once it holds this many times the rows a build needs (+1,024)."""
 
 
+STABLE_WANT = 1.5
+"""A ``stable`` build first reads the newest rows until their counts exceed this many
+budgets (its start is found a little below where the budget runs out); twice as much
+each time that was not enough."""
+
+
 def pageable(options: BuildOptions) -> bool:
-    """Whether a build with ``options`` can be paged (else every visible row is read)."""
-    return options.budget is not None and options.strategy == "recent"
+    """Whether a build with ``options`` can be paged (else every visible row is read):
+    ``recent`` and ``stable`` with a budget, which read only the newest rows."""
+    if options.budget is None:
+        return False
+    if options.strategy == "stable":  # chunks named far back would be read, and counted
+        return options.include_only_chunk_ids is None
+    return options.strategy == "recent"
 
 
 @attrs.define
@@ -84,13 +101,15 @@ def plan(
     options: BuildOptions,
     filters: Filters,
     count: Callable[[Chunk], int],
+    want: int | None = None,
 ) -> Plan:
     """The reach of a build, or the rows to read first (see the module docstring).
 
-    ``count`` counts a chunk read without a stored count, as the build would.
+    ``count`` counts a chunk read without a stored count, as the build would;
+    the newest rows are read until their counts exceed ``want`` (default: the budget).
     """
     assert options.budget is not None
-    budget, n = options.budget, len(thread)
+    budget, n = options.budget if want is None else want, len(thread)
     is_candidate = filters.is_candidate
     named_ids = [*options.pinned_chunk_ids, *(options.include_only_chunk_ids or ())]
     known, looked_up = thread.positions, thread.looked_up
@@ -220,34 +239,43 @@ def paged_build(
         def count(chunk: Chunk) -> int:
             return tokenizer.count(counts_of(builder).render_chunk(chunk).segment)
 
-        found = plan(kept, options, filters, count)
-    while not found.done:
-        if found.ids:
-            rows = yield (read_ids, (thread_id, found.ids))
+        want = options.budget if options.strategy == "recent" else None
+        if want is None:
+            assert options.budget is not None
+            want = int(options.budget * STABLE_WANT)
+        found = plan(kept, options, filters, count, want)
+    while True:
+        while not found.done:
+            if found.ids:
+                rows = yield (read_ids, (thread_id, found.ids))
+                with kept.lock:
+                    kept.know_ids(found.ids, rows)
+            elif found.units:
+                rows = yield (read_units, (thread_id, found.units))
+                with kept.lock:
+                    kept.register_units([*rows, *((None, None, None, k) for k in found.units)])
+            else:
+                seqs = [kept.seq_at(i) for i in found.read]
+                rows, counts = yield (read_rows, (thread_id, *keys, seqs))
+                if len(rows) != len(seqs):
+                    missing = sorted(set(seqs) - set(rows))
+                    raise StoreError(
+                        f"thread {thread_id!r}: chunk #{missing[0]} is missing from the database"
+                    )
+                read += len(rows)
+                with kept.lock:
+                    kept.add_rows(found.read, rows, counts if tokenizer_key is not None else {})
             with kept.lock:
-                kept.know_ids(found.ids, rows)
-        elif found.units:
-            rows = yield (read_units, (thread_id, found.units))
-            with kept.lock:
-                kept.register_units([*rows, *((None, None, None, k) for k in found.units)])
-        else:
-            seqs = [kept.seq_at(i) for i in found.read]
-            rows, counts = yield (read_rows, (thread_id, *keys, seqs))
-            if len(rows) != len(seqs):
-                missing = sorted(set(seqs) - set(rows))
-                raise StoreError(
-                    f"thread {thread_id!r}: chunk #{missing[0]} is missing from the database"
-                )
-            read += len(rows)
-            with kept.lock:
-                kept.add_rows(found.read, rows, counts if tokenizer_key is not None else {})
+                found = plan(kept, options, filters, count, want)
         with kept.lock:
-            found = plan(kept, options, filters, count)
-    with kept.lock:
-        state, fresh = _reach_state(kept, found.reach, thread_id)
-        reused = _seed(kept, builder, tokenizer, counts_key, state, fresh)
-        inner = builder.build(state, options=options)
-        counted = _new_counts(kept, builder, tokenizer, state)
+            state, fresh = _reach_state(kept, found.reach, thread_id)
+            reused = _seed(kept, builder, tokenizer, counts_key, state, fresh)
+            inner = builder.build(state, options=options)
+            if _covered(kept, builder, state, options, tokenizer):
+                counted = _new_counts(kept, builder, tokenizer, state)
+                break
+            want *= 2  # the stable start looked below the rows read: read more
+            found = plan(kept, options, filters, count, want)
     version = (kept.created_at, kept.batch, len(kept))
     if lister is None:
         listed = yield (read_light, (thread_id, *version))
@@ -256,6 +284,32 @@ def paged_build(
         exclusions = paged_exclusions(kept, filters, inner, partial(lister, *version))
     result = attrs.evolve(inner, exclusions=exclusions)
     return kept, PagedBuilt(result, counted, reused, len(kept), read)
+
+
+def _covered(
+    thread: PagedThread,
+    builder: ContextBuilder,
+    state: MemoryState,
+    options: BuildOptions,
+    tokenizer: Tokenizer,
+) -> bool:
+    """Whether the build of the reach ``state`` is that of the whole thread.
+
+    A ``recent`` build is (see the module docstring). A ``stable`` build is
+    when its start depends only on rows of the reach's unbroken run of the
+    newest rows (below it the reach holds only pinned rows and their units),
+    or when that run is the whole thread.
+    """
+    if options.strategy != "stable":
+        return True
+    index = thread.reach_index
+    run = len(index) - 1
+    while run > 0 and index[run - 1] == index[run] - 1:
+        run -= 1
+    if not index or index[run] == 0:
+        return True
+    lowest = counts_of(builder).stable_lowest(state, options, tokenizer)
+    return lowest is not None and lowest > run
 
 
 def _reach_state(
