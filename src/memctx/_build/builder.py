@@ -9,12 +9,26 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from typing import Any, Unpack
 
-from memctx._build.cache import BuildCaches, ChunkCosts, CountKey, HashedKey, HistoryCache, LastBuild
+from memctx._build.cache import (
+    BuildCaches,
+    ChunkCosts,
+    CountKey,
+    HashedKey,
+    HistoryCache,
+    LastBuild,
+)
 from memctx._build.compressed import build_compressed
-from memctx._build.cost import CostModel, Overheads, cost_model, message_overheads, pinned_cost, prompt_segment
+from memctx._build.cost import (
+    CostModel,
+    Overheads,
+    cost_model,
+    message_overheads,
+    pinned_cost,
+    prompt_segment,
+)
 from memctx._build.counts import BuilderCounts
 from memctx._build.filter import Candidates, filter_candidates
 from memctx._build.group import Grouped, RequestCount, group
@@ -31,12 +45,7 @@ from memctx._exceptions import BudgetExceededError, BuildOptionError
 from memctx._render.prefix import EncodingMemo
 from memctx._render.registry import RendererRegistry, renderer_cache_key
 from memctx._render.rendering import XmlRendering
-from memctx.adapters._openai_tokens import openai_request_tokens
 from memctx._render.tokens import EstimatingTokenizer, tokenizer_traits
-from memctx._result import ContextBuildResult
-from memctx._state import MemoryState
-from memctx._units import UnitsIndex
-from memctx.typing import ChunkRenderer, Compressor, Tokenizer
 from memctx._render.xml_modes import (
     DEFAULT_ATTRIBUTE_MODE,
     DEFAULT_CONTENT_MODE,
@@ -45,6 +54,11 @@ from memctx._render.xml_modes import (
     check_attribute_mode,
     check_content_mode,
 )
+from memctx._result import ContextBuildResult
+from memctx._state import MemoryState
+from memctx._units import UnitsIndex
+from memctx.adapters._openai_tokens import openai_request_tokens
+from memctx.typing import ChunkRenderer, Compressor, Tokenizer
 
 _log = logging.getLogger(__name__)
 
@@ -268,7 +282,9 @@ class ContextBuilder:
             reserved=reserved,
         )
 
-    def _again(self, last: LastBuild, opts: BuildOptions, tokenizer: Tokenizer) -> ContextBuildResult:
+    def _again(
+        self, last: LastBuild, opts: BuildOptions, tokenizer: Tokenizer
+    ) -> ContextBuildResult:
         """The result of building the same state the same way again: its whole request is
         shared with the build before."""
         if not last.again:

@@ -16,9 +16,9 @@ from typing import Final
 
 from memctx._chunk import Chunk, ChunkType, Role
 from memctx._render.media import is_media, media_tokens
-from memctx._result import ContextBuildResult
 from memctx._render.rendering import XmlRendering
 from memctx._render.segments import PREFIX_CHARS_PER_TOKEN, RenderedChunk, safe_split_point
+from memctx._result import ContextBuildResult
 from memctx._state import SharedHistory
 from memctx._units import UnitsIndex
 from memctx.typing import Tokenizer
@@ -209,9 +209,7 @@ class ChunkCosts:
         # Positions of images and documents (None: not known, every chunk is checked).
         self._media = media_positions
         more_than = getattr(tokenizer, "more_than", None)
-        self._more_than: Callable[..., bool] | None = (
-            more_than if callable(more_than) else None
-        )
+        self._more_than: Callable[..., bool] | None = more_than if callable(more_than) else None
         self.adds_up = adds_up
 
     def media(self, position: int) -> int:

@@ -7,18 +7,17 @@ from typing import Any
 
 import attrs
 
-from memctx._chunk import Chunk
-from memctx._exceptions import CompressionError, MemctxError
-from memctx._state import MemoryState
-from memctx._units import unit_role
 from memctx._build.compress_report import (
     ChunkChange,
     CompressionReport,
     compressor_name,
     compressor_params,
 )
-from memctx._units import history_shape
 from memctx._build.counts import TokenCounter, chunk_tokens
+from memctx._chunk import Chunk
+from memctx._exceptions import CompressionError, MemctxError
+from memctx._state import MemoryState
+from memctx._units import history_shape, unit_role
 from memctx.typing import Compressor, Tokenizer
 
 

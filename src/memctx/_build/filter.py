@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 
-from memctx._chunk import Chunk, ChunkType
 from memctx._build.options import BuildOptions
+from memctx._chunk import Chunk, ChunkType
 from memctx._result import ExclusionReason
 
 

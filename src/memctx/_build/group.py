@@ -6,11 +6,10 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from memctx._chunk import Chunk, Role
 from memctx._build.incremental import MessagesByChunks
-from memctx._chunk import ContextMessage
-from memctx._render.segments import RenderedChunk
 from memctx._build.selection import Selection
+from memctx._chunk import Chunk, ContextMessage, Role
+from memctx._render.segments import RenderedChunk
 
 
 @attrs.frozen

@@ -15,10 +15,10 @@ does not cover, it declines and the full build runs.
 
 from __future__ import annotations
 
-from memctx._chunk import ContextMessage
-from memctx._result import ContextBuildResult
 from memctx._build.select_recent import NewestFirstWalk, WalkedBlock
 from memctx._build.selection import SelectionProblem
+from memctx._chunk import ContextMessage
+from memctx._result import ContextBuildResult
 
 MessagesByChunks = dict[tuple[str, ...], ContextMessage]
 """A build's messages by the ids of the chunks they hold."""

@@ -7,8 +7,6 @@ from typing import Any, Final, Literal, TypeAlias, TypedDict, get_args
 
 import attrs
 
-from memctx._chunk import ChunkType
-from memctx._exceptions import BuildOptionError
 from memctx._build.turns import (
     CLOSING_TURN,
     OPENING_TURN,
@@ -17,6 +15,8 @@ from memctx._build.turns import (
     TurnOptions,
     is_turn_text,
 )
+from memctx._chunk import ChunkType
+from memctx._exceptions import BuildOptionError
 from memctx._validators import int_in_range, is_bool, is_str, is_tokenizer, optional
 from memctx.typing import Compressor, Tokenizer
 from memctx.xml import sanitize
@@ -53,7 +53,9 @@ def _types(value: Iterable[ChunkType | str] | None) -> frozenset[ChunkType]:
     return frozenset(result)
 
 
-def _ids(value: Iterable[str] | None, option: str = "include_only_chunk_ids") -> tuple[str, ...] | None:
+def _ids(
+    value: Iterable[str] | None, option: str = "include_only_chunk_ids"
+) -> tuple[str, ...] | None:
     if value is None:
         return None
     if isinstance(value, str) or not isinstance(value, Iterable):

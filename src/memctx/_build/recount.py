@@ -2,9 +2,10 @@
 
 The chars/4 estimate rounds per message, a custom tokenizer or a renderer may
 merge text across chunks, and a native OpenAI request lays calls out its own way,
-so the sum of the chunks' counts may differ from the count of the request. Then the messages are counted whole, and while that
-comes out over the budget the oldest unpinned unit is dropped and they are
-grouped again. A build whose counts add up never runs this stage.
+so the sum of the chunks' counts may differ from the count of the request. Then
+the messages are counted whole, and while that comes out over the budget the
+oldest unpinned unit is dropped and they are grouped again. A build whose counts
+add up never runs this stage.
 """
 
 from __future__ import annotations

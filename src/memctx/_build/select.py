@@ -8,12 +8,12 @@ from types import MappingProxyType
 
 import attrs
 
-from memctx._exceptions import BuildOptionError
 from memctx._build.incremental import LastWalk, MessagesByChunks, extend_walk
 from memctx._build.select_greedy import select_by_priority, select_in_order
 from memctx._build.select_recent import NewestFirstWalk
 from memctx._build.select_stable import select_start
 from memctx._build.selection import Selection, SelectionProblem
+from memctx._exceptions import BuildOptionError
 
 
 @attrs.frozen

@@ -32,9 +32,9 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Sequence
 
-from memctx._chunk import Role
 from memctx._build.cost import CostModel, overhead_delta
 from memctx._build.selection import Selection
+from memctx._chunk import Role
 from memctx._units import UnitsIndex
 
 

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 
 import attrs
 
-from memctx._chunk import Chunk
 from memctx._build.cost import CostModel
 from memctx._build.filter import Candidates
+from memctx._chunk import Chunk
 from memctx._units import UnitsIndex
 
 

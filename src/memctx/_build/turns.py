@@ -20,8 +20,7 @@ from typing import Final, Literal, TypeAlias
 
 import attrs
 
-from memctx._chunk import Role
-from memctx._chunk import ContextMessage
+from memctx._chunk import ContextMessage, Role
 from memctx._exceptions import AdapterError
 from memctx.typing import Tokenizer
 
