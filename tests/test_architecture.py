@@ -135,14 +135,18 @@ class TestValues:
         create_builder().build(state, max_tokens=200)
 
         assert set(MemoryState.__slots__) == {"_chunks", "_history", "_length", "thread_id"}
-        # The shared list's structure (ids, units), derived from the chunks alone; no build data.
-        assert set(type(state.shared_history).__slots__) == {
+        # The shared list's structure (ids, units), derived from the chunks alone, and the
+        # builders' caches of it, keyed weakly by builder (so they die with the history).
+        history = state.shared_history
+        assert set(type(history).__slots__) == {
             "__weakref__",
+            "caches",
             "ids",
             "items",
             "lock",
             "units",
         }
+        assert isinstance(history.caches, weakref.WeakKeyDictionary)
 
     def test_the_units_index_of_a_history_is_the_same_whoever_built_it(self) -> None:
         state = _history()

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import itertools
 import json
 import pickle
+import weakref
 from typing import Any
 
 import pytest
@@ -25,6 +27,7 @@ from memctx import (
     create_builder,
 )
 from memctx._render.tokens import TiktokenTokenizer
+from memctx.compress import MaxChars
 from memctx.xml import render_element
 
 
@@ -516,3 +519,26 @@ def test_pinned_chunks_over_budget_on_recount_report_the_recounted_need(
     whole = tokenizer.count_messages(builder.build(state, tokenizer=tokenizer).messages)
     assert info.value.needed == whole
     assert whole > 400
+
+
+class TestMemory:
+    @pytest.mark.parametrize(
+        "options",
+        [{}, {"strategy": "stable"}, {"compressors": [MaxChars(20)]}],
+        ids=["recent", "stable", "compressed"],
+    )
+    def test_a_builder_does_not_keep_the_histories_it_built_alive(
+        self, options: dict[str, Any]
+    ) -> None:
+        builder = create_builder()
+        histories = []
+        for run in range(3):
+            state = MemoryState([chunks.user(f"turn {i} " * 20, id=f"u{i}") for i in range(30)])
+            builder.build(state, max_tokens=400, **options)
+            builder.build(state.append(chunks.assistant("ok", id=f"a{run}")), 400, **options)
+            histories.append(weakref.ref(state.shared_history))
+            del state
+        gc.collect()
+
+        assert [h() for h in histories] == [None, None, None]
+        builder.build(MemoryState([chunks.user("still works", id="u")]), 400, **options)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import Any, overload
@@ -57,11 +58,15 @@ class SharedHistory:
     newest state (a builder indexes an older state itself).
     """
 
-    __slots__ = ("__weakref__", "ids", "items", "lock", "units")
+    __slots__ = ("__weakref__", "caches", "ids", "items", "lock", "units")
 
     def __init__(self, chunks: Iterable[Chunk]) -> None:
         self.lock = threading.RLock()
         """Held while the history grows, and by a build while it reads."""
+        self.caches: weakref.WeakKeyDictionary[object, object] | None = None
+        """What builders keep about this history, by builder (weakly), made on first use.
+        Held here, not by the builder, so that a cached result (which holds its state, and
+        so this history) lets the history be collected with it."""
         items: list[Chunk] = list(chunks)
         ids = {chunk.id: position for position, chunk in enumerate(items)}
         if len(ids) != len(items):

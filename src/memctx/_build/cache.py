@@ -125,29 +125,46 @@ class LastBuild:
         shared with the build before)."""
 
 
+_CACHES_LOCK = threading.Lock()
+
+
 class BuildCaches:
-    """A builder's caches: one :class:`HistoryCache` per live shared history."""
+    """A builder's caches: one :class:`HistoryCache` per live shared history.
+
+    Each history holds its cache (``SharedHistory.caches``, keyed weakly by this
+    object): a remembered result holds its state and so its history, which a
+    mapping owned here would keep alive for as long as the builder lives.
+    """
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._by_history: weakref.WeakKeyDictionary[SharedHistory, HistoryCache] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._histories: weakref.WeakSet[SharedHistory] = weakref.WeakSet()
 
     def for_history(self, history: SharedHistory) -> HistoryCache:
         """The cache of ``history``, made on first use."""
-        found = self._by_history.get(history)
+        caches = history.caches
+        found = caches.get(self) if caches is not None else None
         if found is None:
-            with self._lock:
-                found = self._by_history.get(history)
+            with _CACHES_LOCK:  # one lock: several builders may meet the same history
+                if history.caches is None:
+                    history.caches = weakref.WeakKeyDictionary()
+                found = history.caches.get(self)
                 if found is None:
-                    found = self._by_history[history] = HistoryCache()
+                    found = HistoryCache()
+                    history.caches[self] = found
+                    self._histories.add(history)
+        assert isinstance(found, HistoryCache)
         return found
 
     def histories(self) -> list[tuple[SharedHistory, HistoryCache]]:
         """The live histories and their caches."""
-        with self._lock:
-            return list(self._by_history.items())
+        with _CACHES_LOCK:
+            live = list(self._histories)
+        found = []
+        for history in live:
+            cache = history.caches.get(self) if history.caches is not None else None
+            if isinstance(cache, HistoryCache):
+                found.append((history, cache))
+        return found
 
 
 class ChunkCosts:
