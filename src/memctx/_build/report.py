@@ -157,6 +157,11 @@ def shared_prefix(
             return None
         return tokens + prompt_tokens if message.role == "system" else tokens
 
+    same = shared_messages(previous, messages)
+    if total is not None and chunk_tokens is not None and overheads is not None:
+        grown = _grown_at_end(messages, previous, same, chunk_tokens, total, overheads)
+        if grown is not None:
+            return grown, same
     tokens = shared_prefix_tokens(
         messages,
         previous,
@@ -165,8 +170,50 @@ def shared_prefix(
         total_tokens=total,
         overheads=overheads,
         memo=memo,
+        same=same,
     )
-    return tokens, shared_messages(previous, messages)
+    return tokens, same
+
+
+def _grown_at_end(
+    messages: Sequence[ContextMessage],
+    previous: Sequence[ContextMessage],
+    same: int,
+    chunk_tokens: Mapping[str, int],
+    total: int,
+    overheads: Mapping[str, int],
+) -> int | None:
+    """The shared tokens when the first message that differs is the previous one with
+    chunks added at its end (an agent loop's growing last message), counted from the
+    request's end: its total less the messages after that one, the added chunks and the
+    token closing it. None when that is not the case or a count is missing."""
+    if same >= len(messages) or same >= len(previous):
+        return None
+    grown, before = messages[same], previous[same]
+    ids, old = grown.chunk_ids, before.chunk_ids
+    whole, role_tokens = overheads.get(grown.role), overheads.get(f"name:{grown.role}")
+    if (
+        grown.role != before.role
+        or not old
+        or len(ids) <= len(old)
+        or ids[: len(old)] != old
+        or whole is None
+        or role_tokens is None
+        or not grown.content.startswith(before.content)
+    ):
+        return None
+    try:
+        added = sum(chunk_tokens[chunk_id] for chunk_id in ids[len(old) :])
+        after = 0
+        for message in messages[same + 1 :]:
+            overhead = overheads.get(message.role)
+            if overhead is None or message.role == "system":
+                return None
+            after += overhead + sum(chunk_tokens[chunk_id] for chunk_id in message.chunk_ids)
+    except KeyError:
+        return None
+    header = role_tokens + max(0, whole - role_tokens - 1)  # all but the closing token
+    return total - after - whole - added + header
 
 
 def shared_with(

@@ -187,6 +187,7 @@ def shared_prefix_tokens(
     total_tokens: int | None = None,
     overheads: Mapping[str, int] | None = None,
     memo: EncodingMemo | None = None,
+    same: int | None = None,
 ) -> int:
     """Tokens at the start of request ``a`` that request ``b`` begins with too.
 
@@ -200,11 +201,13 @@ def shared_prefix_tokens(
     a request that grew at its end costs only its end. ``overheads`` may give the
     tokenizer's ``priming``, each role's message overhead and (``name:ROLE``) each
     role's own tokens, measured once (see ``message_overheads``). ``memo`` encodes for
-    a tiktoken tokenizer, reusing what the last figure encoded.
+    a tiktoken tokenizer, reusing what the last figure encoded; ``same`` is
+    ``shared_messages(messages_a, messages_b)`` when the caller has it.
     """
     fixed = overheads or {}
     empty = fixed["priming"] if "priming" in fixed else tokenizer.count_messages([])
-    same = shared_messages(messages_a, messages_b)
+    if same is None:
+        same = shared_messages(messages_a, messages_b)
     if total_tokens is not None and len(messages_a) - same < same:  # the shorter sum
         rest = _whole_messages_tokens(messages_a[same:], tokenizer, empty, content_tokens, fixed)
         shared = total_tokens - rest
