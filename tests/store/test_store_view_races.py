@@ -10,6 +10,7 @@ list exactly the chunks each operation took away from its input).
 from __future__ import annotations
 
 import multiprocessing
+from collections.abc import Callable
 from functools import partial
 from multiprocessing.sharedctypes import Synchronized
 from typing import Any
@@ -50,8 +51,13 @@ def _append_all(store: MemoryStore, worker: int) -> None:
             )
 
 
-def _race(store: MemoryStore, worker: int, finished: Synchronized[int]) -> None:
-    """Workers 0..3 append; worker 4 compacts and worker 5 compresses until they are done."""
+def _race(
+    store: MemoryStore,
+    worker: int,
+    finished: Synchronized[int],
+    view: Callable[[MemoryStore, int], None],
+) -> None:
+    """Workers 0..3 append; the others run ``view(store, worker)`` until they are done."""
     if worker < APPENDERS:
         try:
             _append_all(store, worker)
@@ -61,12 +67,17 @@ def _race(store: MemoryStore, worker: int, finished: Synchronized[int]) -> None:
         return
     while True:
         last_round = finished.value == APPENDERS
-        if worker == APPENDERS:
-            store.compact(THREAD, ExtractiveSummarizer(), keep_recent_tokens=300)
-        else:
-            store.compress(THREAD, [MaxChars(40), MaxChunks(30)])
+        view(store, worker)
         if last_round:
             return
+
+
+def _compact_or_compress(store: MemoryStore, worker: int) -> None:
+    """Worker 4 compacts, worker 5 compresses."""
+    if worker == APPENDERS:
+        store.compact(THREAD, ExtractiveSummarizer(), keep_recent_tokens=300)
+    else:
+        store.compress(THREAD, [MaxChars(40), MaxChunks(30)])
 
 
 def test_no_appended_chunk_is_hidden_by_a_concurrent_compaction_or_compression(
@@ -75,7 +86,9 @@ def test_no_appended_chunk_is_hidden_by_a_concurrent_compaction_or_compression(
     store.create_thread(THREAD)
     finished: Any = multiprocessing.get_context("fork").Value("i", 0)
 
-    run_writers(partial(_race, finished=finished), api, store_url, APPENDERS + 2)
+    run_writers(
+        partial(_race, finished=finished, view=_compact_or_compress), api, store_url, APPENDERS + 2
+    )
 
     history = store.history(THREAD)
     appended = {item.chunk.id for item in history if item.origin == "append"}
@@ -93,7 +106,7 @@ def test_no_appended_chunk_is_hidden_by_a_concurrent_compaction_or_compression(
     assert store.events(THREAD, kind=CONTEXT_COMPRESSED), "no compression ran"
 
 
-def _summarise_own_way(store: MemoryStore) -> None:
+def _summarise_own_way(store: MemoryStore, worker: int) -> None:
     """A view of the caller's own, from a state read earlier: all but the first and the
     last five chunks summarised, ``based_on`` the state read."""
     state = store.get_current_state(THREAD)
@@ -110,29 +123,15 @@ def _summarise_own_way(store: MemoryStore) -> None:
     )
 
 
-def _race_apply_view(store: MemoryStore, worker: int, finished: Synchronized[int]) -> None:
-    """Workers 0..3 append; worker 4 applies views of its own until they are done."""
-    if worker < APPENDERS:
-        try:
-            _append_all(store, worker)
-        finally:
-            with finished.get_lock():
-                finished.value += 1
-        return
-    while True:
-        last_round = finished.value == APPENDERS
-        _summarise_own_way(store)
-        if last_round:
-            return
-
-
 def test_no_appended_chunk_is_hidden_by_a_concurrent_apply_view_based_on_what_it_read(
     store: MemoryStore, store_url: str, api: str
 ) -> None:
     store.create_thread(THREAD)
     finished: Any = multiprocessing.get_context("fork").Value("i", 0)
 
-    run_writers(partial(_race_apply_view, finished=finished), api, store_url, APPENDERS + 1)
+    run_writers(
+        partial(_race, finished=finished, view=_summarise_own_way), api, store_url, APPENDERS + 1
+    )
 
     history = store.history(THREAD)
     appended = {item.chunk.id for item in history if item.origin == "append"}
