@@ -24,7 +24,6 @@ import contextlib
 import itertools
 import re
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -34,6 +33,7 @@ from typing import Any, Final
 
 import attrs
 
+from benchmarks.postgres import postgres_databases
 from benchmarks.workloads import generate, load_corpus, load_trajectories
 from memctx import Chunk, ChunkType
 from memctx.store import MemoryStore
@@ -208,33 +208,6 @@ def section(results: list[BackendResult], append_chunks: int) -> list[str]:
         for miss in r.misses[:10]:
             lines.append(f"- {r.backend} miss: `{miss[:120]}`")
     return lines
-
-
-@contextlib.contextmanager
-def postgres_databases() -> Iterator[Callable[[], str] | None]:
-    """New empty PostgreSQL databases on a throwaway server, started as the store tests start
-    one; or None."""
-    tests = Path(__file__).resolve().parents[1] / "tests" / "store"
-    sys.path.insert(0, str(tests))
-    try:
-        import conftest  # the store suite's server helpers
-
-        bindir = conftest.find_pg_bin()
-        if bindir is None:
-            yield None
-            return
-        try:
-            server = conftest._start_server(bindir)
-        except BaseException as exc:  # pytest.skip is a BaseException
-            print(f"PostgreSQL not started: {exc}", file=sys.stderr)
-            yield None
-            return
-        try:
-            yield server.new_database
-        finally:
-            server.close()
-    finally:
-        sys.path.remove(str(tests))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,16 +22,14 @@ Times are medians; every store result is checked against the in-memory one.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
+from benchmarks.postgres import postgres_databases
 from benchmarks.timing import Timing, timed_call
 from benchmarks.workloads import FreshChunks, fresh_copy, generate, load_corpus
 from memctx import ContextBuildResult, MemoryState, create_builder, create_tokenizer
@@ -148,32 +146,6 @@ def run_paged(
     return found, per_10k
 
 
-@contextlib.contextmanager
-def postgres_url() -> Iterator[str | None]:
-    """A throwaway PostgreSQL database, started as the store tests start one; or None."""
-    tests = Path(__file__).resolve().parents[1] / "tests" / "store"
-    sys.path.insert(0, str(tests))
-    try:
-        import conftest  # the store suite's server helpers
-
-        bindir = conftest.find_pg_bin()
-        if bindir is None:
-            yield None
-            return
-        try:
-            server = conftest._start_server(bindir)
-        except BaseException as exc:  # pytest.skip is a BaseException
-            print(f"PostgreSQL not started: {exc}", file=sys.stderr)
-            yield None
-            return
-        try:
-            yield server.new_database()
-        finally:
-            server.close()
-    finally:
-        sys.path.remove(str(tests))
-
-
 @dataclass
 class BackendRun:
     backend: str
@@ -198,9 +170,9 @@ def run_all(
         url = f"sqlite:///{Path(tmp) / 'paged.db'}"
         found.append(BackendRun("SQLite", *run_paged(url, "SQLite", state, **options)))  # type: ignore[arg-type]
     if postgres:
-        with postgres_url() as pg_url:
-            if pg_url is not None:
-                run = run_paged(pg_url, "PostgreSQL", state, **options)  # type: ignore[arg-type]
+        with postgres_databases() as new_database:
+            if new_database is not None:
+                run = run_paged(new_database(), "PostgreSQL", state, **options)  # type: ignore[arg-type]
                 found.append(BackendRun("PostgreSQL", *run))
     return found
 
