@@ -10,7 +10,12 @@ from memctx._build.filter import Candidates
 from memctx._build.group import Grouped
 from memctx._build.options import BuildOptions
 from memctx._chunk import ContextMessage
-from memctx._render.prefix import EncodingMemo, shared_messages, shared_prefix_tokens
+from memctx._render.prefix import (
+    EncodingMemo,
+    shared_messages,
+    shared_prefix_tokens,
+    shorter_by_whole_chunks,
+)
 from memctx._render.segments import RenderedChunk
 from memctx._result import (
     ContextBuildResult,
@@ -190,20 +195,16 @@ def _grown_at_end(
     if same >= len(messages) or same >= len(previous):
         return None
     grown, before = messages[same], previous[same]
-    ids, old = grown.chunk_ids, before.chunk_ids
     whole, role_tokens = overheads.get(grown.role), overheads.get(f"name:{grown.role}")
     if (
         grown.role != before.role
-        or not old
-        or len(ids) <= len(old)
-        or ids[: len(old)] != old
         or whole is None
         or role_tokens is None
-        or not grown.content.startswith(before.content)
+        or shorter_by_whole_chunks(grown, before, grown.content, before.content) is not before
     ):
         return None
     try:
-        added = sum(chunk_tokens[chunk_id] for chunk_id in ids[len(old) :])
+        added = sum(chunk_tokens[chunk_id] for chunk_id in grown.chunk_ids[len(before.chunk_ids) :])
         after = 0
         for message in messages[same + 1 :]:
             overhead = overheads.get(message.role)

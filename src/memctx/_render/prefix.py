@@ -156,7 +156,9 @@ def _whole_messages_tokens(
     return known + (tokenizer.count_messages(unknown) - empty if unknown else 0)
 
 
-def _shorter_whole(a: Message, b: Message, content_a: str, content_b: str) -> Message | None:
+def shorter_by_whole_chunks(
+    a: Message, b: Message, content_a: str, content_b: str
+) -> Message | None:
     """The one of two messages that the other extends by whole chunks, if one does."""
     if not (isinstance(a, ContextMessage) and isinstance(b, ContextMessage)):
         return None
@@ -227,7 +229,7 @@ def shared_prefix_tokens(
         return shared + max(0, overhead - 2)
     header = role_tokens + max(0, overhead - 1)  # all but the token closing the message
     message = messages_a[same]
-    whole_shorter = _shorter_whole(message, messages_b[same], content_a, content_b)
+    whole_shorter = shorter_by_whole_chunks(message, messages_b[same], content_a, content_b)
     if whole_shorter is not None and content_tokens is not None:
         # One message is the other with chunks added at its end (an agent loop's last
         # message): where counts add up, its chunks' counts are the common tokens.
