@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
-from typing import Final
+from typing import Final, cast
 
 from memctx._chunk import Chunk, ChunkType, Role
 from memctx._render.media import is_media, media_tokens
@@ -245,6 +245,13 @@ class ChunkCosts:
             found = self._rendered[position] = self._renderer.render_chunk(self._items[position])
         return found
 
+    def rendered_all(self, positions: Sequence[int]) -> list[RenderedChunk]:
+        """:meth:`rendered` of each of ``positions``, in order."""
+        found = list(map(self._rendered.get, positions))
+        if all(found):  # each rendered before (a build renders what it groups)
+            return cast("list[RenderedChunk]", found)
+        return list(map(self.rendered, positions))
+
     def role(self, position: int) -> Role:
         """The chunk's role; rendered only when it must be counted anyway (a chunk whose
         count is known, or a long one, asks the registry instead)."""
@@ -285,6 +292,13 @@ class ChunkCosts:
         if media is not None and position not in media:
             return found
         return found + self.media(position)
+
+    def measure_all(self, positions: Sequence[int]) -> list[int]:
+        """:meth:`measure` of each of ``positions``, in order."""
+        counts = list(map(self._tokens.get, positions))
+        if self._media is not None and not self._media and None not in counts:
+            return cast("list[int]", counts)  # all counted, no image or document among them
+        return list(map(self.measure, positions))
 
     def measure_within(self, position: int, limit: int) -> int | None:
         """The tokens of ``position`` if at most ``limit``; None if it cannot fit."""

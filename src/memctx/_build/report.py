@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from operator import attrgetter
 
 import attrs
 
@@ -27,6 +28,9 @@ from memctx._result import (
 from memctx._state import MemoryState
 from memctx.typing import Tokenizer
 
+_id_of = attrgetter("id")
+_replaced_of = attrgetter("replaced")
+
 
 def left_out_filter(candidates: Candidates) -> LeftOutFilter:
     """The filters of ``candidates`` as a value a result can hold."""
@@ -47,9 +51,9 @@ def report(
     opts: BuildOptions,
     tokenizer: Tokenizer,
     exact: bool,
-    measure: Callable[[int], int],
+    measure: Callable[[Sequence[int]], list[int]],
     known: Callable[[int], int | None],
-    rendered: Callable[[int], RenderedChunk],
+    rendered: Callable[[Sequence[int]], list[RenderedChunk]],
     previous: ContextBuildResult | None,
     prompt_tokens: int = 0,
     overheads: Mapping[str, int] | None = None,
@@ -57,28 +61,34 @@ def report(
 ) -> ContextBuildResult:
     """The result of a build of ``state`` whose messages are ``grouped``.
 
-    ``measure`` and ``known`` give a position's tokens (counting it, or only when it
-    was counted before); ``previous`` is the last build of the same history with
-    the same options, if any; ``prompt_tokens`` counts the system prompt's segment;
-    ``memo`` encodes what the shared prefix needs encoded.
+    ``measure`` gives the tokens of positions (counting them), ``known`` a position's
+    when it was counted before, ``rendered`` the renderings of positions; ``previous``
+    is the last build of the same history with the same options, if any;
+    ``prompt_tokens`` counts the system prompt's segment; ``memo`` encodes what the
+    shared prefix needs encoded.
     """
     items = state.shared_history.items
     selection = grouped.selection
     included = sorted(selection.body + selection.system)
-    included_chunks = tuple(items[p] for p in included)
-    measured = [*included, *selection.measured_excluded]
-    chunk_tokens = ReportDict([(items[p].id, measure(p)) for p in measured])
+    included_chunks = tuple(map(items.__getitem__, included))
+    included_ids = tuple(map(_id_of, included_chunks))
+    excluded = selection.measured_excluded
+    excluded_ids = [items[p].id for p in excluded]
+    chunk_tokens = ReportDict(
+        zip((*included_ids, *excluded_ids), measure((*included, *excluded)), strict=True)
+    )
     # Left-out chunks report what this build knew of them when it returned.
-    left_out_tokens = {items[p].id: chunk_tokens[items[p].id] for p in selection.measured_excluded}
+    left_out_tokens = {chunk_id: chunk_tokens[chunk_id] for chunk_id in excluded_ids}
     for position in selection.refused:
         tokens = known(position)
         if tokens is not None:
             left_out_tokens[items[position].id] = tokens
-    replaced = {}
-    for position in included:
-        count = rendered(position).replaced
-        if count:
-            replaced[items[position].id] = count
+    counts = list(map(_replaced_of, rendered(included)))
+    replaced = (
+        {chunk_id: n for chunk_id, n in zip(included_ids, counts, strict=True) if n}
+        if any(counts)
+        else {}
+    )
     prefix_tokens = prefix_messages = 0
     if previous is not None:
         prefix_tokens, prefix_messages = shared_prefix(
@@ -102,7 +112,7 @@ def report(
         messages=grouped.messages,
         token_count=grouped.token_count,
         token_count_exact=exact,
-        included_chunk_ids=tuple(chunk.id for chunk in included_chunks),
+        included_chunk_ids=included_ids,
         chunk_tokens=chunk_tokens,
         replaced_characters=replaced,
         tokenizer_name=tokenizer.name,
@@ -157,7 +167,7 @@ def shared_prefix(
         if chunk_tokens is None or not isinstance(message, ContextMessage):
             return None
         try:
-            tokens = sum(chunk_tokens[chunk_id] for chunk_id in message.chunk_ids)
+            tokens = sum(map(chunk_tokens.__getitem__, message.chunk_ids))
         except KeyError:
             return None
         return tokens + prompt_tokens if message.role == "system" else tokens
@@ -204,13 +214,14 @@ def _grown_at_end(
     ):
         return None
     try:
-        added = sum(chunk_tokens[chunk_id] for chunk_id in grown.chunk_ids[len(before.chunk_ids) :])
+        tokens_of = chunk_tokens.__getitem__
+        added = sum(map(tokens_of, grown.chunk_ids[len(before.chunk_ids) :]))
         after = 0
         for message in messages[same + 1 :]:
             overhead = overheads.get(message.role)
             if overhead is None or message.role == "system":
                 return None
-            after += overhead + sum(chunk_tokens[chunk_id] for chunk_id in message.chunk_ids)
+            after += overhead + sum(map(tokens_of, message.chunk_ids))
     except KeyError:
         return None
     header = role_tokens + max(0, whole - role_tokens - 1)  # all but the closing token

@@ -21,6 +21,8 @@ since the text that follows may merge with it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import takewhile
+from operator import is_, truth
 from typing import Any
 
 from memctx._chunk import ContextMessage
@@ -140,7 +142,7 @@ def _whole_messages_tokens(
     ``content_tokens`` has them: a message costs its role's overhead plus its content."""
     unknown: list[dict[str, str]] = []
     known = 0
-    overheads: dict[str, int] = dict(known_overheads) if known_overheads else {}
+    overheads: Mapping[str, int] = known_overheads or {}
     for message in messages:
         tokens = content_tokens(message) if content_tokens is not None else None
         role, content = _fields(message)
@@ -149,9 +151,8 @@ def _whole_messages_tokens(
             continue
         overhead = overheads.get(role)
         if overhead is None:
-            overhead = overheads[role] = (
-                tokenizer.count_messages([{"role": role, "content": ""}]) - empty
-            )
+            overhead = tokenizer.count_messages([{"role": role, "content": ""}]) - empty
+            overheads = {**overheads, role: overhead}
         known += overhead + tokens
     return known + (tokenizer.count_messages(unknown) - empty if unknown else 0)
 
@@ -172,9 +173,10 @@ def shorter_by_whole_chunks(
 
 def shared_messages(messages_a: Sequence[Message], messages_b: Sequence[Message]) -> int:
     """How many leading messages of ``a`` and ``b`` are identical in role and content."""
-    same = 0
-    for a, b in zip(messages_a, messages_b, strict=False):
-        if a is not b and _fields(a) != _fields(b):  # a rebuild reuses its messages
+    # A rebuild reuses its unchanged messages: skip the identical objects at C speed.
+    same = len(list(takewhile(truth, map(is_, messages_a, messages_b))))
+    for a, b in zip(messages_a[same:], messages_b[same:], strict=False):
+        if a is not b and _fields(a) != _fields(b):
             break
         same += 1
     return same
