@@ -18,7 +18,7 @@ from memctx.compaction import (
     is_compaction_summary,
 )
 from memctx.policy import ContextPolicy
-from memctx.store import AsyncMemoryStore, MemoryStore
+from memctx.store import AsyncMemoryStore, MemoryStore, recall_tool
 
 ERROR_OUTPUT = (
     "tests/test_jsonrep.py::test_nested FAILED\n"
@@ -81,11 +81,9 @@ class TestTheTool:
 
         assert caught.value.option == "provider"
 
-    def test_without_recall_the_tool_is_refused(self) -> None:
-        with pytest.raises(PolicyError, match="recall=True") as caught:
-            ContextPolicy("gpt-4o").recall_tool()
-
-        assert caught.value.option == "recall"
+    def test_every_policy_hands_out_the_tool(self) -> None:
+        assert ContextPolicy("gpt-4o").recall_tool() == recall_tool("openai")
+        assert ContextPolicy("claude-sonnet-4-6").recall_tool()["name"] == "recall"
 
     @pytest.mark.parametrize("cap", [49, 0, -1, True, 2000.0, "2000", None])
     def test_the_token_cap_is_an_int_of_at_least_50(self, cap: object) -> None:
@@ -184,11 +182,12 @@ class TestTheHandler:
         with pytest.raises(StoreArgumentError):
             recalling().recall(store, thread, arguments)  # type: ignore[arg-type]
 
-    def test_without_recall_the_handler_is_refused(self, store: MemoryStore) -> None:
+    def test_a_policy_without_the_summary_hint_answers_too(self, store: MemoryStore) -> None:
         thread = a_run(store)
 
-        with pytest.raises(PolicyError, match="recall=True"):
-            ContextPolicy("gpt-4o").recall(store, thread, {"query": "KeyError"})
+        output = ContextPolicy("gpt-4o").recall(store, thread, {"query": "KeyError: 'children'"})
+
+        assert ERROR_OUTPUT in output
 
 
 class TestInAnAgentLoop:

@@ -89,11 +89,11 @@ class ContextPolicy:
     ``summarizer`` (sync, or ``async def``; default: an
     :class:`~memctx.compaction.ExtractiveSummarizer`). ``strategy``, ``system_prompt``
     and ``tools`` go to the build and the request. ``tokenizer`` overrides the
-    profile's, ``builder`` the default builder. ``recall=True`` gives the agent the
-    ``recall`` tool (:meth:`recall_tool`, handled by :meth:`recall`, whose answer holds at
-    most ``recall_max_tokens``), and makes the summary say that older details can be
-    recalled (the default summary, or an ``ExtractiveSummarizer`` or ``LLMSummarizer``
-    given as ``summarizer``).
+    profile's, ``builder`` the default builder. Every policy hands out the ``recall``
+    tool (:meth:`recall_tool`, handled by :meth:`recall`, whose answer holds at most
+    ``recall_max_tokens``); ``recall=True``, for an agent given that tool, makes the
+    summary say that older details can be recalled (the default summary, or an
+    ``ExtractiveSummarizer`` or ``LLMSummarizer`` given as ``summarizer``).
 
     A policy remembers, per thread id, what calibration and growth it has seen: use
     one policy per agent (it is safe to share between threads of a store).
@@ -235,10 +235,9 @@ class ContextPolicy:
         """The ``recall`` tool's definition, to put in the request's tools next to the
         agent's own: in the shape of ``provider`` (``"openai"``, ``"responses"``,
         ``"anthropic"``, ``"gemini"``; default: the model's provider), as
-        :func:`memctx.store.recall_tool` makes it. Needs ``recall=True``."""
+        :func:`memctx.store.recall_tool` makes it."""
         from memctx.store import recall_tool
 
-        self._check_recall()
         try:
             return recall_tool(self.profile.provider if provider is None else provider)
         except MemctxError as exc:
@@ -257,10 +256,9 @@ class ContextPolicy:
         within ``recall_max_tokens`` counted by this policy's tokenizer
         (:func:`memctx.store.recall`). ``arguments`` are the call's (a mapping, or JSON
         text). Bad arguments raise :class:`~memctx.StoreArgumentError`, whose message can
-        go back to the model as the tool's error. Needs ``recall=True``."""
+        go back to the model as the tool's error."""
         from memctx.store import recall
 
-        self._check_recall()
         return recall(store, thread_id, arguments, visible=visible, **self._recall_options())
 
     async def arecall(
@@ -274,16 +272,7 @@ class ContextPolicy:
         """:meth:`recall` for an :class:`~memctx.store.AsyncMemoryStore`."""
         from memctx.store import arecall
 
-        self._check_recall()
         return await arecall(store, thread_id, arguments, visible=visible, **self._recall_options())
-
-    def _check_recall(self) -> None:
-        if not self.recall_enabled:
-            raise PolicyError(
-                "recall",
-                "is False: make the policy with recall=True to give the agent the recall "
-                "tool (the summary then says that older details can be recalled)",
-            )
 
     def _recall_options(self) -> dict[str, Any]:
         return {
