@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -33,3 +34,42 @@ def postgres_databases() -> Iterator[Callable[[], str] | None]:
             server.close()
     finally:
         sys.path.remove(str(tests))
+
+
+def server_cpu(url: str) -> Callable[[], float] | None:
+    """A reader of the CPU seconds the server at ``url`` has used so far (its processes
+    alive when read: the postmaster's children, from ``/proc``); None where ``/proc`` or
+    the server's processes cannot be read (a server on another machine)."""
+    import psycopg
+
+    with psycopg.connect(url.replace("postgresql+psycopg:", "postgresql:", 1)) as connection:
+        row = connection.execute("SELECT pg_backend_pid()").fetchone()
+    try:
+        postmaster = _stat(int(row[0]))[1] if row else None
+    except (OSError, IndexError, ValueError):
+        return None
+    if postmaster is None:
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def read() -> float:
+        used = 0
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                fields = _stat(int(name))
+            except (OSError, IndexError, ValueError):
+                continue  # gone meanwhile
+            if fields[1] == postmaster:
+                used += fields[11] + fields[12]  # utime, stime
+        return used / tick
+
+    return read
+
+
+def _stat(pid: int) -> list[int]:
+    """The numeric fields of ``/proc/PID/stat`` after the command name (state as 0)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return [0 if not field.lstrip("-").isdigit() else int(field) for field in fields]

@@ -12,7 +12,9 @@
 (c) Append: ``--append-chunks`` generated chunks appended 100 at a time into a
     thread of a new database, with the index written (as shipped) and without
     it (the index write replaced by nothing), alternating, ``--repeats`` each;
-    medians.
+    medians, of wall time and of CPU time (this process's and, on PostgreSQL, the
+    server's). On SQLite also FTS5 alone: the same chunks' text indexed by a bare
+    table made as memctx's, no memctx code timed (:func:`fts5_alone`).
 
 PostgreSQL runs on a throwaway server started as the store tests start one.
 """
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import itertools
+import math
 import re
 import statistics
 import tempfile
@@ -33,7 +36,7 @@ from typing import Any, Final
 
 import attrs
 
-from benchmarks.postgres import postgres_databases
+from benchmarks.postgres import postgres_databases, server_cpu
 from benchmarks.workloads import generate, load_corpus, load_trajectories
 from memctx import Chunk, ChunkType
 from memctx.store import MemoryStore
@@ -60,6 +63,12 @@ class BackendResult:
     latencies_ms: list[float] = field(default_factory=list)
     with_index: list[float] = field(default_factory=list)
     without_index: list[float] = field(default_factory=list)
+    # CPU seconds of the same runs: (this process, the database server or 0.0)
+    with_cpu: list[tuple[float, float]] = field(default_factory=list)
+    without_cpu: list[tuple[float, float]] = field(default_factory=list)
+    server_cpu: bool = False
+    engine_alone_s: float = 0.0
+    distinct_words_s: float = 0.0
 
     @property
     def hit_rate(self) -> float:
@@ -79,6 +88,19 @@ class BackendResult:
         if not self.with_index or not self.without_index:
             return 0.0
         return statistics.median(self.with_index) / statistics.median(self.without_index)
+
+    def cpu(self, enabled: bool) -> tuple[float, float]:
+        """Median CPU seconds of the runs with (or without) the index: (client, server)."""
+        runs = self.with_cpu if enabled else self.without_cpu
+        return (
+            statistics.median(c for c, _ in runs) if runs else 0.0,
+            statistics.median(s for _, s in runs) if runs else 0.0,
+        )
+
+    @property
+    def cpu_ratio(self) -> float:
+        without = sum(self.cpu(False))
+        return sum(self.cpu(True)) / without if without else 0.0
 
 
 def trajectory_chunks() -> list[Chunk]:
@@ -148,24 +170,76 @@ def index_writes(enabled: bool) -> Iterator[None]:
 
 
 def appends(
-    new_url: Callable[[], str], result: BackendResult, made: list[Chunk], repeats: int
+    new_url: Callable[[], str],
+    result: BackendResult,
+    made: list[Chunk],
+    repeats: int,
+    server: Callable[[], float] | None = None,
 ) -> None:
+    """Time the appends with and without the index (wall and CPU; ``server`` reads the
+    database server's CPU seconds, where it can be read)."""
+    result.server_cpu = server is not None
     for run in range(2 * repeats + 2):  # alternating, the first pair a warm-up
         enabled = run % 2 == 0
         with MemoryStore.open(new_url()) as store, index_writes(enabled):
             store.create_thread("appended")
+            server_started = server() if server is not None else 0.0
+            cpu_started = time.process_time()
             started = time.perf_counter()
             for start in range(0, len(made), BATCH):
                 store.append("appended", *made[start : start + BATCH])
             elapsed = time.perf_counter() - started
+            cpu = time.process_time() - cpu_started
+            server_used = server() - server_started if server is not None else 0.0
         if run >= 2:
             (result.with_index if enabled else result.without_index).append(elapsed)
+            (result.with_cpu if enabled else result.without_cpu).append((cpu, server_used))
+
+
+def fts5_alone(made: Sequence[Chunk], repeats: int) -> tuple[float, float]:
+    """CPU seconds of SQLite's FTS5 alone indexing the chunks as memctx's table does (the
+    same text, table and transactions of ``BATCH`` rows; the text computed beforehand, no
+    memctx code timed): the least the index can cost an append on SQLite. Second, the
+    same with each chunk's distinct words instead of its text (an ``ascii`` tokenizer:
+    they are already lower-case words), their splitting by memctx timed too."""
+    import sqlite3
+
+    from memctx.store._schema import chunk_values
+    from memctx.store._search_index import SQLITE_TABLE, distinct_words, indexed_text
+
+    rows = [chunk_values(chunk) for chunk in made]
+    texts = [indexed_text(row["content"], row["meta"]) for row in rows]
+    best = [math.inf, math.inf]
+    table = (SQLITE_TABLE, SQLITE_TABLE.replace("unicode61 remove_diacritics 0", "ascii"))
+    with tempfile.TemporaryDirectory(prefix="memctx-fts5-") as tmp:
+        for number in range(2 * repeats):
+            distinct = number % 2
+            database = sqlite3.connect(Path(tmp) / f"fts5-{number}.db", isolation_level=None)
+            database.execute(table[distinct])
+            started = time.process_time()
+            for start in range(0, len(texts), BATCH):
+                if distinct:
+                    part = [
+                        distinct_words(r["content"], r["meta"]) for r in rows[start : start + BATCH]
+                    ]
+                else:
+                    part = texts[start : start + BATCH]
+                database.execute("BEGIN")
+                database.executemany(
+                    "INSERT INTO memctx_search (rowid, body) VALUES (?, ?)",
+                    enumerate(part, start + 1),
+                )
+                database.execute("COMMIT")
+            best[distinct] = min(best[distinct], time.process_time() - started)
+            database.close()
+    return best[0], best[1]
 
 
 def run_backend(
     backend: str,
     new_url: Callable[[], str],
     *,
+    server: Callable[[], float] | None = None,
     chunks: int,
     append_chunks: int,
     repeats: int,
@@ -176,8 +250,14 @@ def run_backend(
     with MemoryStore.open(new_url()) as store:
         queries = hit_rate(store, result, made)
         print(f"{backend}: hit rate {result.hit_rate:.1%} of {result.queries}", flush=True)
-    appends(new_url, result, list(generate(append_chunks, corpus).chunks), repeats)
-    print(f"{backend}: append ratio {result.append_ratio:.2f}", flush=True)
+    appended = list(generate(append_chunks, corpus).chunks)
+    appends(new_url, result, appended, repeats, server)
+    if backend == "SQLite":
+        result.engine_alone_s, result.distinct_words_s = fts5_alone(appended, repeats)
+    print(
+        f"{backend}: append ratio {result.append_ratio:.2f} (CPU {result.cpu_ratio:.2f})",
+        flush=True,
+    )
     with MemoryStore.open(new_url()) as store:
         latency(store, result, list(generate(chunks, corpus).chunks), queries)
     print(f"{backend}: median {result.median_ms:.2f} ms at {chunks:,} chunks", flush=True)
@@ -204,9 +284,41 @@ def section(results: list[BackendResult], append_chunks: int) -> list[str]:
         )
     lines.append("")
     lines.append(f"Append: {append_chunks:,} generated chunks, {BATCH} per append.")
+    lines.append("")
+    for r in results:
+        lines.extend(cpu_lines(r, append_chunks))
     for r in results:
         for miss in r.misses[:10]:
             lines.append(f"- {r.backend} miss: `{miss[:120]}`")
+    return lines
+
+
+def cpu_lines(r: BackendResult, chunks: int) -> list[str]:
+    """The CPU time of the append runs: with and without the index, and per chunk."""
+    (with_c, with_s), (without_c, without_s) = r.cpu(True), r.cpu(False)
+    per = 1e6 / chunks
+    if r.server_cpu:
+        spent = (
+            f"{with_c:.2f} + {with_s:.2f} s (memctx + server) with the index, "
+            f"{without_c:.2f} + {without_s:.2f} s without = {r.cpu_ratio:.2f}×; the index "
+            f"costs {(with_c - without_c) * per:.0f} + {(with_s - without_s) * per:.0f} µs a "
+            f"chunk against {without_c * per:.0f} + {without_s * per:.0f} µs a plain append"
+        )
+    else:
+        spent = (
+            f"{with_c:.2f} s with the index, {without_c:.2f} s without = {r.cpu_ratio:.2f}×; "
+            f"the index costs {(with_c - without_c) * per:.0f} µs a chunk against "
+            f"{without_c * per:.0f} µs a plain append"
+        )
+    lines = [f"- {r.backend}, CPU (medians): {spent}."]
+    if r.engine_alone_s:
+        lines.append(
+            f"- {r.backend}, FTS5 alone (the same text, table and transactions, no memctx "
+            f"code; best of {len(r.with_cpu)}): {r.engine_alone_s:.2f} s, "
+            f"{r.engine_alone_s * per:.0f} µs a chunk = {r.engine_alone_s / without_c:.0%} "
+            "of a plain append's CPU; with each chunk's distinct words, split by memctx, "
+            f"instead: {r.distinct_words_s:.2f} s."
+        )
     return lines
 
 
@@ -231,7 +343,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_postgres:
         with postgres_databases() as new_database:
             if new_database is not None:
-                results.append(run_backend("PostgreSQL", new_database, **options))
+                server = server_cpu(new_database())
+                results.append(run_backend("PostgreSQL", new_database, server=server, **options))
     print("\n".join(section(results, args.append_chunks)))
     return 0
 

@@ -75,11 +75,15 @@ _SQLITE_TEXT: Final = (
 """The text SQLite indexes of the chunk row ``c``: one expression, for insert and delete alike
 (a contentless FTS5 row is deleted by giving the text it was indexed with)."""
 
+SQLITE_TABLE: Final = (
+    "CREATE VIRTUAL TABLE memctx_search USING fts5(body, content = '', detail = none, "
+    "tokenize = 'unicode61 remove_diacritics 0')"
+)
+"""SQLite: the index's FTS5 table (also made alone by ``benchmarks.recall``, to measure it)."""
 _SQLITE_DDL: Final = (
     "CREATE TABLE memctx_search_threads (key INTEGER PRIMARY KEY AUTOINCREMENT, "
     "thread_id VARCHAR NOT NULL UNIQUE REFERENCES memctx_threads (id) ON DELETE CASCADE)",
-    "CREATE VIRTUAL TABLE memctx_search USING fts5(body, content = '', detail = none, "
-    "tokenize = 'unicode61 remove_diacritics 0')",
+    SQLITE_TABLE,
     "CREATE TRIGGER memctx_search_thread_created AFTER INSERT ON memctx_threads BEGIN "
     "INSERT INTO memctx_search_threads (thread_id) VALUES (new.id); END",
     "CREATE TRIGGER memctx_search_thread_deleted BEFORE DELETE ON memctx_threads BEGIN "
