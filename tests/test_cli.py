@@ -10,6 +10,8 @@ from click.testing import CliRunner
 
 from memctx import create_tokenizer, load_state
 from memctx.cli import main
+from memctx.importers import load_responses_items
+from memctx.statefile import save_state
 
 ROOT = Path(__file__).parent.parent
 EXAMPLE = ROOT / "examples" / "coding_agent.json"
@@ -232,6 +234,27 @@ class TestBuildRequestFormats:
         assert result.exit_code == 0, result.output
         assert '"tool_use"' not in result.stdout
         assert "<tool_call " in json.loads(result.stdout)["messages"][1]["content"]
+
+    def test_no_item_ids_leaves_the_responses_ids_out(
+        self, runner: CliRunner, tmp_path: Path
+    ) -> None:
+        path = tmp_path / "run.json"
+        items = [
+            {"role": "user", "content": "List the files."},
+            {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "ls",
+             "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "call_1", "output": "a.py"},
+        ]  # fmt: skip
+        save_state(load_responses_items(items)[0], path)
+
+        kept = runner.invoke(main, ["build", str(path), "--format", "responses"])
+        left = runner.invoke(main, ["build", str(path), "--format", "responses", "--no-item-ids"])
+        elsewhere = runner.invoke(main, ["build", str(path), "--format", "openai", "--no-item-ids"])
+
+        assert [item.get("id") for item in json.loads(kept.stdout)][1] == "fc_1"
+        assert all("id" not in item for item in json.loads(left.stdout))
+        assert elsewhere.exit_code == 2
+        assert "--no-item-ids applies to --format responses only" in elsewhere.output
 
     def test_a_request_format_builds_for_its_provider(self, runner: CliRunner) -> None:
         gemini = runner.invoke(main, ["build", str(EXAMPLE), "--format", "gemini"])

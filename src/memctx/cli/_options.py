@@ -167,6 +167,14 @@ _BUILD_OPTIONS = (
         "tool calls, media and signed reasoning, or every chunk as XML text (with "
         "--provider openai, also the form token_count counts).",
     ),
+    click.option(
+        "--item-ids/--no-item-ids",
+        default=True,
+        show_default=True,
+        help="With --format responses: keep each item's Responses id (fc_..., msg_..., "
+        "rs_...); --no-item-ids for requests sent with store=false, whose ids the API "
+        "refuses.",
+    ),
     format_option(
         "text",
         "json",
@@ -223,6 +231,9 @@ def all_build_options(func: F) -> F:
     @functools.wraps(func)
     def command(*args: Any, **params: Any) -> Any:
         chosen = params.get("output_format")
+        item_ids = params.pop("item_ids", True)
+        if not item_ids and chosen != "responses":
+            raise click.UsageError("--no-item-ids applies to --format responses only")
         target = REQUEST_PROVIDERS.get(chosen or "")
         if target is not None:
             given = params.get("provider")
@@ -232,7 +243,9 @@ def all_build_options(func: F) -> F:
                 raise click.UsageError(
                     f"--format {chosen} builds for {target}, not --provider {given}"
                 )
-            params["output_format"] = RequestFormat(str(chosen), params.get("tools", "native"))
+            params["output_format"] = RequestFormat(
+                str(chosen), params.get("tools", "native"), item_ids
+            )
         return func(*args, **params)
 
     for option in reversed(_BUILD_OPTIONS):
@@ -250,13 +263,16 @@ REQUEST_PROVIDERS = {
 
 
 class RequestFormat(str):
-    """A request ``--format`` (a string) with the ``--tools`` form to print."""
+    """A request ``--format`` (a string) with the ``--tools`` form to print and, for
+    ``responses``, whether items keep their ids."""
 
     tools: str
+    item_ids: bool
 
-    def __new__(cls, name: str, tools: str) -> RequestFormat:
+    def __new__(cls, name: str, tools: str, item_ids: bool = True) -> RequestFormat:
         made = super().__new__(cls, name)
         made.tools = tools
+        made.item_ids = item_ids
         return made
 
 
@@ -340,7 +356,8 @@ def print_build_result(result: ContextBuildResult, output_format: str) -> None:
     elif output_format == "openai":
         click.echo(dumps_json(result.to_openai(tools=tools)))
     elif output_format == "responses":
-        click.echo(dumps_json(result.to_responses(tools=tools)))
+        item_ids = getattr(output_format, "item_ids", True)
+        click.echo(dumps_json(result.to_responses(tools=tools, item_ids=item_ids)))
     elif output_format == "anthropic":
         click.echo(dumps_json(result.to_anthropic(tools=tools)))
     elif output_format == "gemini":
