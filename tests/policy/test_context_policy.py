@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import itertools
+import json
 from collections.abc import Sequence
 
 import attrs
@@ -134,7 +135,7 @@ class TestAnchoredSummaries:
 
     def test_past_their_share_of_the_budget_the_summaries_are_folded_into_one(self) -> None:
         p = policy(clear_tool_uses=None)
-        steps = agent_loop(p, 80)
+        steps = agent_loop(p, 160)
         folded = [
             (before, after)
             for before, after in itertools.pairwise(s for s in steps if s.compacted)
@@ -178,6 +179,29 @@ class TestAnchoredSummaries:
         step = p.step(state)
         assert step.token_count <= 2000
         assert len([c for c in step.state if is_compaction_summary(c)]) == 1
+
+
+class TestWhatTheSummaryKeeps:
+    def test_the_commands_run_stay_in_the_request_with_their_exit_status(self) -> None:
+        p = policy(max_tokens=8000, clear_tool_uses=ClearToolUses(keep_recent=1))
+        state = run_of(0)
+        for n in range(100):
+            command = f"pytest tests/unit/test_module_{n}.py -k case_{n} -x"
+            output = f"<returncode>{n % 3}</returncode>\n" + f"out{n} " * 300
+            state = state.extend(
+                [
+                    chunks.tool_call("bash", {"command": command}, call_id=f"c{n}"),
+                    chunks.tool_result("bash", output, call_id=f"c{n}"),
+                ]
+            )
+            step = p.step(state)
+            state = step.state
+        text = json.dumps(step.request, ensure_ascii=False)
+        kept = {c.metadata.call_id for c in step.state if c.action == "tool_call"}
+        summarised = [n for n in range(70, 100) if f"c{n}" not in kept]
+        assert len(summarised) >= 20
+        for n in summarised:  # verbatim in the summary, with their exit status
+            assert f"pytest tests/unit/test_module_{n}.py -k case_{n} -x` → exit {n % 3}" in text
 
 
 class TestRequest:

@@ -16,7 +16,7 @@ cache breakpoints. The rules, in the order they are applied:
    makes room for many requests at once. A compaction appends its summary after the
    earlier ones (anchored), so the system prompt, the task and the earlier summaries
    stay a stable prefix that the next request still reads from the cache; the
-   summaries are folded into one only when together they pass a quarter of the budget.
+   summaries are folded into one only when together they pass half the budget.
 3. **Only when it pays.** A change breaks the cache after its first changed chunk:
    that part is written again (Anthropic: 1.25x input) instead of read (0.1x). Under
    the budget a clearing or compaction is done only when the reads it saves over the
@@ -61,7 +61,7 @@ Strategy = Literal["recent", "stable"]
 RecallProvider = Literal["openai", "anthropic", "gemini", "responses"]
 ToolMode = Literal["text", "native"]
 
-_SUMMARY_SHARE: Final = 0.25
+_SUMMARY_SHARE: Final = 0.5
 """The share of the budget the summaries may take together before they are folded."""
 
 
@@ -177,12 +177,13 @@ class ContextPolicy:
         if summarizer is None and compaction is not None:
             from memctx.compress._extractive import ExtractiveSummarizer
 
-            # About an eighth of the budget (4 characters a token), so that a summary
-            # leaves room for many requests after each compaction; of the assistant's
-            # remarks only the last (the summaries are read on every request: the
-            # commands, errors and files they keep are worth more than prose).
+            # About a sixth of the budget (a command's line is some 3 characters a
+            # token), so that a summary keeps most commands run, with their exit
+            # status, and still leaves room for many requests after each compaction; of
+            # the assistant's remarks only the last (the summaries are read on every
+            # request: the commands, errors and files they keep are worth more than prose).
             summarizer = ExtractiveSummarizer(
-                max_chars=min(24_000, max(1_000, self.budget // 2)),
+                max_chars=min(24_000, max(1_000, self.budget * 9 // 16)),
                 max_decisions=1,
                 recall_hint=recall,
             )
