@@ -250,6 +250,19 @@ class TestSize:
             one_more = [f"({99 - listed} earlier steps not listed)", older, *done[1:]]
             assert len("## Done\n" + "\n".join(one_more)) > limit  # one older step: too long
 
+    def test_steps_without_a_command_go_before_any_command(self) -> None:
+        made = []
+        for i in range(40):
+            made.append(chunks.tool_call("read_file", {"path": f"src/m{i}.py"}, call_id=f"r{i}"))
+            made.append(chunks.tool_call("bash", {"command": f"make t{i}"}, call_id=f"b{i}"))
+        text = ExtractiveSummarizer(max_chars=2000)(made, None)
+        done = text.split("## Done\n")[1].split("\n\n")[0].splitlines()
+        assert all(f"- bash `make t{i}` → no result" in done for i in range(40))
+        reads = [line for line in done if line.startswith("- read_file")]
+        assert 0 < len(reads) < 40
+        assert reads[-1] == "- read_file path=src/m39.py → no result"  # the oldest went
+        assert "src/m0.py" in text.split("## Files\n")[1]  # the reads' paths stay listed
+
     @pytest.mark.parametrize("field", ["max_done", "line_chars", "max_chars"])
     def test_settings_must_be_counts(self, field: str) -> None:
         with pytest.raises(CompactionError, match=f"ExtractiveSummarizer.{field} must be an int"):

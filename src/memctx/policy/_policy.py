@@ -184,6 +184,7 @@ class ContextPolicy:
             # request: the commands, errors and files they keep are worth more than prose).
             summarizer = ExtractiveSummarizer(
                 max_chars=min(24_000, max(1_000, self.budget * 9 // 16)),
+                max_done=1_000,  # as many steps as max_chars holds
                 max_decisions=1,
                 recall_hint=recall,
             )
