@@ -149,6 +149,17 @@ class TestAnchoredSummaries:
         covered = summary.metadata.original_count or 0
         assert covered > sum(c.metadata.original_count or 0 for c in earlier)
 
+    @pytest.mark.parametrize(
+        ("model", "share"),
+        [("claude-sonnet-4-6", 0.5), ("gpt-5", 0.5), ("gpt-4.1", 0.25), ("gemini-2.5-flash", 0.25)],
+    )
+    def test_where_cache_writes_cost_little_the_summaries_are_folded_sooner(
+        self, model: str, share: float
+    ) -> None:
+        """Unfolded summaries are read on every request; folding them is one write."""
+        p = ContextPolicy(model, max_tokens=8000, compaction=CompactionPolicy())
+        assert p.summary_cap == int(share * 8000)
+
     def test_the_first_compaction_folds_nothing(self) -> None:
         compacted = next(s for s in agent_loop(policy(clear_tool_uses=None), 40) if s.compacted)
         assert "folded" not in compacted.reports[-1].reason

@@ -16,7 +16,8 @@ cache breakpoints. The rules, in the order they are applied:
    makes room for many requests at once. A compaction appends its summary after the
    earlier ones (anchored), so the system prompt, the task and the earlier summaries
    stay a stable prefix that the next request still reads from the cache; the
-   summaries are folded into one only when together they pass half the budget.
+   summaries are folded into one only when together they pass half the budget (a
+   quarter where a cache write costs less than ten cache reads).
 3. **Only when it pays.** A change breaks the cache after its first changed chunk:
    that part is written again (Anthropic: 1.25x input) instead of read (0.1x). Under
    the budget a clearing or compaction is done only when the reads it saves over the
@@ -61,8 +62,12 @@ Strategy = Literal["recent", "stable"]
 RecallProvider = Literal["openai", "anthropic", "gemini", "responses"]
 ToolMode = Literal["text", "native"]
 
-_SUMMARY_SHARE: Final = 0.5
-"""The share of the budget the summaries may take together before they are folded."""
+_SUMMARY_SHARES: Final = (0.25, 0.5)
+"""The share of the budget the summaries may take together before they are folded: the
+larger one when a cache write costs at least :data:`_PRICEY_WRITES` cache reads (a fold
+rewrites them once to save reading the excess on every request after; Anthropic:
+1.25x / 0.1x)."""
+_PRICEY_WRITES: Final = 10.0
 
 
 def _has_recall_hint(summarizer: object) -> bool:
@@ -191,7 +196,9 @@ class ContextPolicy:
         elif recall and _has_recall_hint(summarizer):
             summarizer = attrs.evolve(summarizer, recall_hint=True)  # type: ignore[misc]
         self.summarizer = summarizer
-        self.summary_cap = int(_SUMMARY_SHARE * self.budget)
+        write = max(self.profile.cache_write_multiplier, 1.0)
+        pricey = write >= _PRICEY_WRITES * self.profile.cache_read_multiplier
+        self.summary_cap = int(_SUMMARY_SHARES[pricey] * self.budget)
         """Tokens the summaries may hold together before a compaction folds them into one."""
         lifetimes = self.profile.cache.lifetimes
         self.stable_ttl: str | None = "1h" if 3600.0 in lifetimes[1:] else None
