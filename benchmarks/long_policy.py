@@ -14,8 +14,10 @@ long-running example); ``policy`` is :class:`memctx.policy.ContextPolicy` with t
 settings of :data:`POLICIES`.
 
 Beyond the replay's figures, each policy run is stepped again to check every request:
-the task in it, and the file paths, commands (first line, up to 80 characters) and error
-lines of every earlier tool call present verbatim (in kept turns or the summary).
+the task in it, and the file paths, commands and error lines of every earlier tool call
+present verbatim (in kept turns or the summary). A command is its first line, whole up to
+150 characters: the rest of a multi-line command is a here-document's body (the file it
+writes is counted among the paths) or an inline script, data rather than the command.
 Finally the longest stall of the event loop during ``astep`` on a 200k-token history is
 measured with a task ticking every millisecond.
 """
@@ -47,16 +49,19 @@ from memctx.replay._run import request_points
 BUDGETS = (8_000, 32_000)
 MODELS = {"Anthropic": "claude-sonnet-4-6", "OpenAI": "gpt-4.1"}
 BASELINES = ("recent", "stable", "rolling")
+COMMAND_CHARS = 150
+"""A command's first line is checked whole up to this many characters (the summary keeps
+up to 160)."""
 CHANGES = frozenset({"cleared", "compacted", "trimmed"})
 """The step events that change the state (and may break the cache once)."""
 POLICIES: dict[int, dict[str, Any]] = {
     8_000: {
         "clear_tool_uses": ClearToolUses(keep_recent=1),
-        "compaction": CompactionPolicy(trigger=0.8, keep_recent=0.05),
+        "compaction": CompactionPolicy(trigger=0.8, keep_recent=0.02),
     },
     32_000: {
         "clear_tool_uses": ClearToolUses(keep_recent=2),
-        "compaction": CompactionPolicy(trigger=0.7, keep_recent=0.05),
+        "compaction": CompactionPolicy(trigger=0.7, keep_recent=0.02),
     },
 }
 """The policy's settings per budget: small kept tails, so that after each compaction
@@ -65,14 +70,16 @@ tasks, summaries -- plus that tail)."""
 
 
 def concatenated_trajectories() -> MemoryState:
-    """The three trajectories as one run: one system prompt, then each task in turn."""
+    """The three trajectories as one run: one system prompt, then each task in turn (20 s
+    apart from a fixed start: the importer stamps the chunks with the time it ran, and the
+    summaries' ids, which are sent, name their compaction's time)."""
     made: list[Chunk] = []
     for index, workload in enumerate(load_trajectories()):
         for chunk in workload.state:
             if index and chunk.type is ChunkType.SYSTEM:
                 continue
             made.append(attrs.evolve(chunk, id=f"t{index}-{chunk.id}"))
-    start = made[0].created_at
+    start = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)  # a fixed time: the same run each time
     return MemoryState(
         (
             attrs.evolve(c, created_at=start + dt.timedelta(seconds=20 * i))
@@ -115,7 +122,7 @@ def facts_before(run: MemoryState, point: int) -> Facts:
         content = chunk.content
         command = content.get("command") if isinstance(content, Mapping) else None
         if isinstance(command, str) and command.strip():
-            commands.add(normal(command.strip().splitlines()[0][:80]))
+            commands.add(normal(command.strip().splitlines()[0])[:COMMAND_CHARS])
         _, error = call_outcome(results.get(chunk.metadata.call_id or "", []))
         if error:
             errors.add(normal(error.removesuffix("…")[:100]))
@@ -329,9 +336,12 @@ def main(argv: list[str] | None = None) -> int:
     runs = [("trajectories", concatenated_trajectories())]
     if not args.quick:
         runs.append((f"generated {args.size:,}", generate(args.size, load_corpus())))
+    began = time.perf_counter()
     rows = run_all(
         runs,
-        lambda line: print(line, file=sys.stderr, flush=True),
+        lambda line: print(
+            f"[{time.perf_counter() - began:7.1f} s] {line}", file=sys.stderr, flush=True
+        ),
         policy_only=args.policy_only,
     )
     print(table(rows))

@@ -414,6 +414,30 @@ class TestBuildForAProvider:
         with pytest.raises(BuildOptionError, match="provider: unknown provider 'x'"):
             build(TASK, provider="x")
 
+    def test_a_result_is_sent_without_walking_its_left_out_chunks(self) -> None:
+        """The adapters tell a build result from a list of messages by its class: a
+        runtime Protocol check would evaluate ``excluded_chunk_ids`` (the whole state) on
+        every request."""
+        result = build(TASK, ANSWER, tokenizer=GPT4O, strategy="stable")
+
+        class Watched:
+            messages = property(lambda self: result.messages)
+            included_chunks = property(lambda self: result.included_chunks)
+            strategy = property(lambda self: result.strategy)
+            turn_options = property(lambda self: result.turn_options)
+            prefix_messages_shared = property(lambda self: result.prefix_messages_shared)
+
+            @property
+            def excluded_chunk_ids(self) -> tuple[str, ...]:
+                raise AssertionError("walked the left-out chunks")
+
+            @property
+            def exclusions(self) -> dict[str, Any]:
+                raise AssertionError("walked the left-out chunks")
+
+        for adapter in (to_anthropic, to_openai, to_gemini):
+            assert adapter(Watched()) == adapter(result)  # type: ignore[arg-type]
+
     def test_a_whitespace_only_system_prompt_is_not_sent(self) -> None:
         result = build(TASK, system_prompt=" \n\t")
 

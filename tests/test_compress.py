@@ -12,6 +12,9 @@ from hypothesis import strategies as st
 
 from invariants import assert_builds_within, assert_lawful
 from memctx import CompressionError, MemoryState, chunks, create_builder
+from memctx._build.builder import counts_of
+from memctx._build.compress_step import apply_compressors
+from memctx._build.counts import chunk_tokens
 from memctx._render.tokens import TiktokenTokenizer
 from memctx.compress import (
     MaxChars,
@@ -236,6 +239,26 @@ class TestCompress:
             c.tokens_before - c.tokens_after for c in report.changes
         )
         assert report.tokenizer == gpt4o.name
+
+    def test_the_chunks_a_compressor_keeps_are_not_counted_again(self, run: MemoryState) -> None:
+        class Counting(TiktokenTokenizer):
+            def __init__(self) -> None:
+                super().__init__("o200k_base")
+                self.texts: list[str] = []
+
+            def count(self, text: str) -> int:
+                self.texts.append(text)
+                return super().count(text)
+
+        tokenizer = Counting()
+        counter = counts_of(create_builder(tokenizer))
+        chunk_tokens(counter, run, tokenizer)  # as the build before it counted them
+        tokenizer.texts.clear()
+        new, report = apply_compressors(run, [MaxChars(1000)], tokenizer=tokenizer, counter=counter)
+        replaced = [new.get(c.replacement_id) for c in report.changes if c.replacement_id]
+        assert len(replaced) == 2
+        assert len(tokenizer.texts) == len(replaced)
+        assert all(any(c.text[:200] in t for c in replaced) for t in tokenizer.texts)
 
     def test_the_event_payload_has_the_counts_and_the_limits(self, run: MemoryState) -> None:
         _, report = compress(run, [MaxChunks(4), MaxChars(1000)])

@@ -219,6 +219,50 @@ class TestSize:
         assert "(20 earlier steps not listed)" not in summary
         assert "- bash `make 19` → no result" in summary
 
+    def test_output_sizes_go_before_any_step_and_every_exit_status_stays(self) -> None:
+        made = []
+        for i in range(30):
+            made += [
+                chunks.tool_call("bash", {"command": f"pytest tests/test_{i}.py"}, call_id=str(i)),
+                chunks.tool_result("bash", f"<returncode>{i % 3}</returncode>\nok", call_id=str(i)),
+            ]
+        full = ExtractiveSummarizer(max_chars=10_000)(made, None)
+        assert "- bash `pytest tests/test_0.py` → exit 0, 1 line" in full
+        limit = len(full) - 100  # too long with the sizes, short enough without them
+        text = ExtractiveSummarizer(max_chars=limit)(made, None)
+        assert len(text) <= limit
+        for i in range(30):
+            assert f"- bash `pytest tests/test_{i}.py` → exit {i % 3}\n" in text + "\n"
+        assert " line" not in text
+
+    def test_as_many_of_the_newest_steps_are_listed_as_fit(self) -> None:
+        calls = [
+            chunks.tool_call("bash", {"command": f"make target_{i:03d}"}, call_id=str(i))
+            for i in range(100)
+        ]
+        for limit in (700, 1000, 1500):
+            text = ExtractiveSummarizer(max_chars=limit)(calls, None)
+            done = text.split("## Done\n")[1].splitlines()
+            listed = len(done) - 1
+            assert done[0] == f"({100 - listed} earlier steps not listed)"
+            assert done[-1] == "- bash `make target_099` → no result"
+            older = f"- bash `make target_{99 - listed:03d}` → no result"
+            one_more = [f"({99 - listed} earlier steps not listed)", older, *done[1:]]
+            assert len("## Done\n" + "\n".join(one_more)) > limit  # one older step: too long
+
+    def test_steps_without_a_command_go_before_any_command(self) -> None:
+        made = []
+        for i in range(40):
+            made.append(chunks.tool_call("read_file", {"path": f"src/m{i}.py"}, call_id=f"r{i}"))
+            made.append(chunks.tool_call("bash", {"command": f"make t{i}"}, call_id=f"b{i}"))
+        text = ExtractiveSummarizer(max_chars=2000)(made, None)
+        done = text.split("## Done\n")[1].split("\n\n")[0].splitlines()
+        assert all(f"- bash `make t{i}` → no result" in done for i in range(40))
+        reads = [line for line in done if line.startswith("- read_file")]
+        assert 0 < len(reads) < 40
+        assert reads[-1] == "- read_file path=src/m39.py → no result"  # the oldest went
+        assert "src/m0.py" in text.split("## Files\n")[1]  # the reads' paths stay listed
+
     @pytest.mark.parametrize("field", ["max_done", "line_chars", "max_chars"])
     def test_settings_must_be_counts(self, field: str) -> None:
         with pytest.raises(CompactionError, match=f"ExtractiveSummarizer.{field} must be an int"):

@@ -101,6 +101,21 @@ class TestClearing:
         assert "- bash `pip install erfa` → exit 1" in text
         assert "## Errors\n- bash `pip install erfa`: ERROR: No matching distribution" in text
 
+    def test_a_summary_of_a_cleared_success_still_gives_its_exit_status(self) -> None:
+        state = MemoryState(
+            [
+                chunks.tool_call("bash", {"command": "make test"}, call_id="c0"),
+                chunks.tool_result(
+                    "bash", "<returncode>0</returncode>\n" + "ok " * 300, call_id="c0"
+                ),
+                *tool_step(1),
+            ]
+        )
+        cleared = ClearToolUses(keep_recent=1)(state)
+        assert cleared[1].text == "<returncode>0</returncode>\n[output cleared]"
+        text = ExtractiveSummarizer()(list(cleared)[:2], None)
+        assert "- bash `make test` → exit 0" in text
+
     def test_keep_errors_false_clears_failures_to_the_placeholder_too(self) -> None:
         state = MemoryState(
             [

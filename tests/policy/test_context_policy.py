@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import itertools
+import json
 from collections.abc import Sequence
 
 import attrs
@@ -134,7 +135,7 @@ class TestAnchoredSummaries:
 
     def test_past_their_share_of_the_budget_the_summaries_are_folded_into_one(self) -> None:
         p = policy(clear_tool_uses=None)
-        steps = agent_loop(p, 80)
+        steps = agent_loop(p, 160)
         folded = [
             (before, after)
             for before, after in itertools.pairwise(s for s in steps if s.compacted)
@@ -147,6 +148,17 @@ class TestAnchoredSummaries:
         (summary,) = self.summaries(after)
         covered = summary.metadata.original_count or 0
         assert covered > sum(c.metadata.original_count or 0 for c in earlier)
+
+    @pytest.mark.parametrize(
+        ("model", "share"),
+        [("claude-sonnet-4-6", 0.5), ("gpt-5", 0.5), ("gpt-4.1", 0.25), ("gemini-2.5-flash", 0.25)],
+    )
+    def test_where_cache_writes_cost_little_the_summaries_are_folded_sooner(
+        self, model: str, share: float
+    ) -> None:
+        """Unfolded summaries are read on every request; folding them is one write."""
+        p = ContextPolicy(model, max_tokens=8000, compaction=CompactionPolicy())
+        assert p.summary_cap == int(share * 8000)
 
     def test_the_first_compaction_folds_nothing(self) -> None:
         compacted = next(s for s in agent_loop(policy(clear_tool_uses=None), 40) if s.compacted)
@@ -178,6 +190,29 @@ class TestAnchoredSummaries:
         step = p.step(state)
         assert step.token_count <= 2000
         assert len([c for c in step.state if is_compaction_summary(c)]) == 1
+
+
+class TestWhatTheSummaryKeeps:
+    def test_the_commands_run_stay_in_the_request_with_their_exit_status(self) -> None:
+        p = policy(max_tokens=8000, clear_tool_uses=ClearToolUses(keep_recent=1))
+        state = run_of(0)
+        for n in range(100):
+            command = f"pytest tests/unit/test_module_{n}.py -k case_{n} -x"
+            output = f"<returncode>{n % 3}</returncode>\n" + f"out{n} " * 300
+            state = state.extend(
+                [
+                    chunks.tool_call("bash", {"command": command}, call_id=f"c{n}"),
+                    chunks.tool_result("bash", output, call_id=f"c{n}"),
+                ]
+            )
+            step = p.step(state)
+            state = step.state
+        text = json.dumps(step.request, ensure_ascii=False)
+        kept = {c.metadata.call_id for c in step.state if c.action == "tool_call"}
+        summarised = [n for n in range(70, 100) if f"c{n}" not in kept]
+        assert len(summarised) >= 20
+        for n in summarised:  # verbatim in the summary, with their exit status
+            assert f"pytest tests/unit/test_module_{n}.py -k case_{n} -x` → exit {n % 3}" in text
 
 
 class TestRequest:

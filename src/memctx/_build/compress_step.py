@@ -189,6 +189,16 @@ def apply_compressors(
     if not any(touched.values()):
         current = state
     counts_before = chunk_tokens(counter, state, tokenizer)
+    if current is not state:
+        # A chunk the compressors kept is the same object: its count is known (a rolling
+        # rule applied before every request would otherwise count the whole state again).
+        before = {id(chunk): (chunk, n) for chunk, n in zip(state, counts_before, strict=True)}
+        known = {
+            position: found[1]
+            for position, chunk in enumerate(current)
+            if (found := before.get(id(chunk))) is not None and found[0] is chunk
+        }
+        counter.seed_token_counts(current, tokenizer, known)
     counts_after = counts_before if current is state else chunk_tokens(counter, current, tokenizer)
     after_position = {chunk.id: i for i, chunk in enumerate(current)}
     changes = []

@@ -39,7 +39,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from memctx._chunk import ChunkType
-from memctx.adapters._conversation import BuildResult, Conversation, Source, ToolMode
+from memctx.adapters._conversation import (
+    BuildResult,
+    Conversation,
+    Source,
+    ToolMode,
+    is_build_result,
+)
 
 MAX_BREAKPOINTS: Final = 4
 """Anthropic's limit of ``cache_control`` breakpoints in one request."""
@@ -59,7 +65,7 @@ def _shared_turns(source: BuildResult) -> int:
 
 
 def _next_build_repeats(source: Source) -> bool:
-    if not isinstance(source, BuildResult):
+    if not is_build_result(source):
         return True
     if source.strategy == "stable":
         return True
@@ -94,12 +100,12 @@ def message_marks(source: Source, talk: Conversation, tools: ToolMode, room: int
     repeats = _next_build_repeats(source)
     write = count - 2 if repeats else -1
     newest = count - 1 if repeats and talk.turns[-1].role == "user" else -1
-    if tools == "native" and isinstance(source, BuildResult):
+    if tools == "native" and is_build_result(source):
         waiting = _first_with_unanswered_call(source)
         if waiting is not None:
             write = min(write, waiting - 1)
             newest = -1
-    read = _shared_turns(source) - 1 if isinstance(source, BuildResult) else -1
+    read = _shared_turns(source) - 1 if is_build_result(source) else -1
     wanted = [i for i in dict.fromkeys((write, newest, read)) if i >= 0]
     return sorted(wanted[: max(0, room)])
 

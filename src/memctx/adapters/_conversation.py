@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Final, Literal, Protocol, TypeAlias, TypeGuard
 
 import attrs
 
@@ -70,7 +70,6 @@ class Conversation:
     mapping: ToolMapping
 
 
-@runtime_checkable
 class BuildResult(Protocol):
     """What the adapters read of a :class:`~memctx.ContextBuildResult`.
 
@@ -101,10 +100,28 @@ class BuildResult(Protocol):
 
 
 Source: TypeAlias = BuildResult | Sequence[ContextMessage]
+_RESULT_MEMBERS: Final = (
+    "messages",
+    "included_chunks",
+    "excluded_chunk_ids",
+    "exclusions",
+    "strategy",
+    "turn_options",
+    "prefix_messages_shared",
+)
+
+
+def is_build_result(source: object) -> TypeGuard[BuildResult]:
+    """Whether ``source`` has what :class:`BuildResult` reads, looked up on its class (or
+    in its ``__dict__``) without evaluating a property: ``isinstance`` with a runtime
+    Protocol calls each (``excluded_chunk_ids`` walks the whole state), on every request."""
+    kind = type(source)
+    own = getattr(source, "__dict__", {})
+    return all(hasattr(kind, name) or name in own for name in _RESULT_MEMBERS)
 
 
 def _messages(source: Source) -> tuple[ContextMessage, ...]:
-    if isinstance(source, BuildResult):
+    if is_build_result(source):
         return source.messages
     if isinstance(source, str | bytes | Mapping) or not isinstance(source, Iterable):
         raise AdapterError(
@@ -144,7 +161,7 @@ def empty_reason(source: Source) -> str:
     messages = _messages(source)
     if messages:
         return "the build holds only a system message, and the API needs a user or assistant turn"
-    if not isinstance(source, BuildResult):
+    if not is_build_result(source):
         return "no messages were given"
     if not source.excluded_chunk_ids:
         return "the state holds no chunks"
@@ -178,9 +195,9 @@ def conversation(
         if system_only and system:
             return Conversation(system, (), ToolMapping())
         raise EmptyContextError(provider, empty_reason(source))
-    if tools == "text" or not isinstance(source, BuildResult):
+    if tools == "text" or not is_build_result(source):
         # Messages given without their result hold no chunks: their text is all there is.
-        if alternate and not isinstance(source, BuildResult):
+        if alternate and not is_build_result(source):
             return Conversation(system, _alternating(body, provider), ToolMapping())
         turns = tuple(Turn(_turn_role(m.role), (Text(m.content),)) for m in body)
         return Conversation(system, turns, ToolMapping())

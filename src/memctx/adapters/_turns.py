@@ -5,7 +5,7 @@ from __future__ import annotations
 from memctx._build.turns import CLOSING_TURN, OPENING_TURN, TurnOptions
 from memctx._exceptions import TurnMismatchError
 from memctx.adapters._checks import check_flag, check_turn_text
-from memctx.adapters._conversation import BuildResult, Source
+from memctx.adapters._conversation import Source, is_build_result
 
 
 def turn_options(
@@ -27,7 +27,7 @@ def turn_options(
     check_turn_text("opening_turn", opening_turn)
     check_turn_text("closing_turn", closing_turn)
     check_flag("prefill", prefill, optional=True)
-    counted = source.turn_options if isinstance(source, BuildResult) else None
+    counted = source.turn_options if is_build_result(source) else None
     if counted is None:
         return TurnOptions(
             OPENING_TURN if opening_turn is None else opening_turn,

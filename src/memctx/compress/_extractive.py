@@ -42,26 +42,20 @@ RECALL_HINT: Final = (
     "Older details (whole outputs, exact texts) were left out of this summary; "
     "recall them with the `recall` tool."
 )
-_SHRINKING: Final = (
-    (1.0, 1.0, 1.0, 1.0),
-    (0.5, 1.0, 1.0, 1.0),
-    (0.0, 1.0, 1.0, 1.0),
-    (0.0, 0.5, 1.0, 1.0),
-    (0.0, 0.25, 1.0, 1.0),
-    (0.0, 0.125, 1.0, 1.0),
-    (0.0, 0.125, 0.5, 1.0),
-    (0.0, 0.125, 0.25, 1.0),
-    (0.0, 0.125, 0.125, 1.0),
-    (0.0, 0.125, 0.125, 0.5),
-    (0.0, 0.0625, 0.0625, 0.5),
-    (0.0, 0.03125, 0.03125, 0.25),
-    (0.0, 0.015625, 0.015625, 0.25),
-    (0.0, 0.0, 0.0, 0.125),
-    (0.0, 0.0, 0.0, 0.0),
-)
-"""(decisions and older quotes, the goal's quote, steps done, the rest): the caps' scales
-tried in turn. Prose goes first; the commands run, with their exit status, and the error
-lines go last (the agent needs them to avoid repeating itself)."""
+_PROSE: Final = ((1.0, 1.0), (0.5, 1.0), (0.0, 1.0), (0.0, 0.5), (0.0, 0.25), (0.0, 0.125))
+"""(decisions and older quotes, the goal's quote): the caps' scales tried first, with every
+step done listed (prose goes first)."""
+_LAST: Final = (1.0, 0.5, 0.25, 0.125, 0.0)
+"""The scales of the errors, files, requests and sub-agents, tried in turn while fewer than
+that scale of :data:`_FLOOR` steps done would be listed: the commands run, with their exit
+status, and the error lines go last (the agent needs them to avoid repeating itself)."""
+_FLOOR: Final = 25
+"""The steps done listed at least before the other sections shrink (at full scale)."""
+_SIZE: Final = re.compile(r", \d+ lines?$")
+"""The output's size at the end of a step done: the first detail dropped from every step
+before any step is (``→ exit 1, 3 lines`` becomes ``→ exit 1``)."""
+_COMMAND_STEP: Final = re.compile(r"^- \S+ `")
+"""A step done that ran a command (``- bash `make test` → exit 0``)."""
 _MORE: Final = re.compile(r" … \(([\d,]+) more characters\)$")
 _OMITTED: Final = re.compile(r"^\((\d+) earlier (?:steps|items) not listed\)$")
 
@@ -140,9 +134,12 @@ class ExtractiveSummarizer:
     read and changed, the errors met, what sub-agents reported, the open
     todos and the last decisions. The ``max_*`` settings cap each section
     (the newest entries are kept), and ``max_chars`` the whole: a summary
-    that would be longer lists fewer entries per section (halving the caps
-    until it fits, then cutting it), so it stays small however many
-    compactions fold into it.
+    that would be longer drops, in turn, the older decisions and quotes, the
+    goal's quote beyond its first lines, the output sizes of the steps done
+    (``→ exit 1, 3 lines`` becomes ``→ exit 1``), then the oldest steps, as
+    few as it must (each step kept is its command's first line verbatim with
+    its exit status), and below 25 steps halves the other sections too, so it
+    stays small however many compactions fold into it.
     """
 
     max_goal_chars: int = 1500
@@ -183,13 +180,33 @@ class ExtractiveSummarizer:
         hint = f"\n\n{RECALL_HINT}" if self.recall_hint else ""
         limit = self.max_chars - len(hint)
         # Shrink what the agent needs least first: decisions and quoted older summaries,
-        # then the goal's quote, then the steps done, then errors, files, requests and
-        # sub-agents.
-        for scales in _SHRINKING:
-            text = self._render(merged, *scales)
+        # then the goal's quote; then the output sizes of the steps done, then the oldest
+        # steps one by one (as many as fit), and below 25 of them, the errors, files,
+        # requests and sub-agents too (halved each time the floor is).
+        for low, goal in _PROSE:
+            text = self._render(merged, low, goal)
             if len(text) <= limit:
                 return text + hint
-        return cut_text(text, max(limit, 1)) + hint
+        terse = attrs.evolve(merged, done=[_SIZE.sub("", line) for line in merged.done])
+        for high in _LAST:
+            floor = min(len(terse.done), self.max_done, int(_FLOOR * high))
+            steps = self._most_steps(terse, limit, high)
+            if steps is not None and (steps >= floor or high == 0.0):
+                return self._render(terse, 0.0, 0.125, done=steps, high=high) + hint
+        return cut_text(self._render(terse, 0.0, 0.0, done=0, high=0.0), max(limit, 1)) + hint
+
+    def _most_steps(self, s: _Sections, limit: int, high: float) -> int | None:
+        """The most steps done the summary can list within ``limit`` (the oldest left out
+        first, those that ran no command before those that did) with the other sections'
+        caps scaled by ``high`` (None: not even none)."""
+        fits, over = -1, min(len(s.done), self.max_done) + 1  # fits: -1 for "not even 0"
+        while over - fits > 1:
+            middle = (fits + over) // 2
+            if len(self._render(s, 0.0, 0.125, done=middle, high=high)) <= limit:
+                fits = middle
+            else:
+                over = middle
+        return None if fits < 0 else fits
 
     def _extract(self, chunks: Sequence[Chunk]) -> _Sections:
         s = _Sections()
@@ -280,8 +297,16 @@ class ExtractiveSummarizer:
         )
 
     def _render(
-        self, s: _Sections, low: float, goal_scale: float, middle: float, high: float
+        self,
+        s: _Sections,
+        low: float,
+        goal_scale: float,
+        *,
+        done: int | None = None,
+        high: float = 1.0,
     ) -> str:
+        """The summary with the caps scaled (``done``: that many steps listed at most, see
+        :func:`_kept_steps`)."""
         parts: list[str] = []
 
         def section(heading: str, lines: list[str]) -> None:
@@ -302,11 +327,12 @@ class ExtractiveSummarizer:
             goal = goal[:limit] + f" … ({cut:,} more characters)"
         section("Goal", [f"> {line}" for line in goal.splitlines()])
         section("Requests", newest(s.requests, self.max_requests))
-        done = newest(s.done, self.max_done, middle)
-        omitted = s.done_omitted + len(s.done) - len(done)
+        steps = s.done[max(len(s.done) - self.max_done, 0) :]
+        listed = steps if done is None else _kept_steps(steps, done)
+        omitted = s.done_omitted + len(s.done) - len(listed)
         if omitted:
-            done = [f"({omitted} earlier steps not listed)", *done]
-        section("Done", done)
+            listed = [f"({omitted} earlier steps not listed)", *listed]
+        section("Done", listed)
         section("Errors", newest(s.errors, self.max_errors))
         section("Sub-agents", newest(s.subagents, self.max_subagents))
         files = []
@@ -320,6 +346,17 @@ class ExtractiveSummarizer:
         section("Key decisions", newest(s.decisions, self.max_decisions, low))
         section("Earlier summary", newest(s.earlier, 40, low))
         return "\n\n".join(parts) if parts else "## Done\n(nothing to report)"
+
+
+def _kept_steps(steps: list[str], count: int) -> list[str]:
+    """``count`` of ``steps``, in order: the oldest go first, those without a command (a
+    read or an edit, whose path the files list) before any command."""
+    if count >= len(steps):
+        return steps
+    plain = [i for i, line in enumerate(steps) if not _COMMAND_STEP.match(line)]
+    commands = [i for i, line in enumerate(steps) if _COMMAND_STEP.match(line)]
+    dropped = set((plain + commands)[: len(steps) - count])
+    return [line for i, line in enumerate(steps) if i not in dropped]
 
 
 def _open_todos(content: Any, width: int) -> list[str]:

@@ -91,7 +91,9 @@ class ClearToolUses:
     or it is not done (a clearing breaks the prompt cache after its first change).
     ``keep_errors``: a failed output's placeholder keeps its exit status and its error
     line (``<returncode>1</returncode>``, the line, then the placeholder), so the request
-    still says what went wrong. ``trigger``: when a
+    still says what went wrong; an output with an exit status keeps it too
+    (``<returncode>0</returncode>``, then the placeholder), so a later summary still says
+    how each command ended. ``trigger``: when a
     :class:`~memctx.policy.ContextPolicy` clears, as a fraction
     of its budget or in tokens (``None``: at the compaction trigger, else at 0.8).
     A call still waiting for its result is never touched, nor are SYSTEM and
@@ -149,13 +151,13 @@ class ClearToolUses:
         if not self.keep_errors:
             return self.placeholder
         outcome, error = call_outcome([output])
-        if error is None:
-            return self.placeholder
         status = outcome.split(",")[0]
         code = status.removeprefix("exit ") if status.startswith("exit ") else None
         # In the shape of a tool output, so that a summary of the cleared output still
-        # finds its exit status and error line.
+        # finds its exit status (a success's too) and error line.
         head = "" if code is None else f"<returncode>{code}</returncode>\n"
+        if error is None:
+            return f"{head}{self.placeholder}"
         return f"{head}{error}\n{self.placeholder}"
 
     def __call__(self, state: MemoryState) -> MemoryState:

@@ -16,7 +16,8 @@ cache breakpoints. The rules, in the order they are applied:
    makes room for many requests at once. A compaction appends its summary after the
    earlier ones (anchored), so the system prompt, the task and the earlier summaries
    stay a stable prefix that the next request still reads from the cache; the
-   summaries are folded into one only when together they pass a quarter of the budget.
+   summaries are folded into one only when together they pass half the budget (a
+   quarter where a cache write costs less than ten cache reads).
 3. **Only when it pays.** A change breaks the cache after its first changed chunk:
    that part is written again (Anthropic: 1.25x input) instead of read (0.1x). Under
    the budget a clearing or compaction is done only when the reads it saves over the
@@ -61,8 +62,12 @@ Strategy = Literal["recent", "stable"]
 RecallProvider = Literal["openai", "anthropic", "gemini", "responses"]
 ToolMode = Literal["text", "native"]
 
-_SUMMARY_SHARE: Final = 0.25
-"""The share of the budget the summaries may take together before they are folded."""
+_SUMMARY_SHARES: Final = (0.25, 0.5)
+"""The share of the budget the summaries may take together before they are folded: the
+larger one when a cache write costs at least :data:`_PRICEY_WRITES` cache reads (a fold
+rewrites them once to save reading the excess on every request after; Anthropic:
+1.25x / 0.1x)."""
+_PRICEY_WRITES: Final = 10.0
 
 
 def _has_recall_hint(summarizer: object) -> bool:
@@ -177,19 +182,23 @@ class ContextPolicy:
         if summarizer is None and compaction is not None:
             from memctx.compress._extractive import ExtractiveSummarizer
 
-            # About an eighth of the budget (4 characters a token), so that a summary
-            # leaves room for many requests after each compaction; of the assistant's
-            # remarks only the last (the summaries are read on every request: the
-            # commands, errors and files they keep are worth more than prose).
+            # About a sixth of the budget (a command's line is some 3 characters a
+            # token), so that a summary keeps most commands run, with their exit
+            # status, and still leaves room for many requests after each compaction; of
+            # the assistant's remarks only the last (the summaries are read on every
+            # request: the commands, errors and files they keep are worth more than prose).
             summarizer = ExtractiveSummarizer(
-                max_chars=min(24_000, max(1_000, self.budget // 2)),
+                max_chars=min(24_000, max(1_000, self.budget * 9 // 16)),
+                max_done=1_000,  # as many steps as max_chars holds
                 max_decisions=1,
                 recall_hint=recall,
             )
         elif recall and _has_recall_hint(summarizer):
             summarizer = attrs.evolve(summarizer, recall_hint=True)  # type: ignore[misc]
         self.summarizer = summarizer
-        self.summary_cap = int(_SUMMARY_SHARE * self.budget)
+        write = max(self.profile.cache_write_multiplier, 1.0)
+        pricey = write >= _PRICEY_WRITES * self.profile.cache_read_multiplier
+        self.summary_cap = int(_SUMMARY_SHARES[pricey] * self.budget)
         """Tokens the summaries may hold together before a compaction folds them into one."""
         lifetimes = self.profile.cache.lifetimes
         self.stable_ttl: str | None = "1h" if 3600.0 in lifetimes[1:] else None
