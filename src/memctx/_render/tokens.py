@@ -112,14 +112,6 @@ def _pretokens(name: str, encoding: tiktoken.Encoding) -> tuple[Any, int] | None
     return pattern, longest
 
 
-_MEMO_TEXTS: Final = 8192
-_MEMO_CHARS: Final = 256
-"""A tiktoken tokenizer remembers the counts of up to :data:`_MEMO_TEXTS` texts of at
-least :data:`_MEMO_CHARS` characters (forgetting them all when full): a request rebuilt for
-every model call (a replay, a build counted the way a provider counts its whole request)
-counts the same messages again and again."""
-
-
 class TiktokenTokenizer(_ChatFormatMixin):
     """Counts with a tiktoken encoding (``encode_ordinary``: special-token text is plain text)."""
 
@@ -130,7 +122,6 @@ class TiktokenTokenizer(_ChatFormatMixin):
         self._exact = exact
         self.encoding_name = encoding
         self._cache_key = "tiktoken:" + encoding
-        self._counted: dict[str, int] = {}
 
     @property
     def name(self) -> str:
@@ -160,14 +151,7 @@ class TiktokenTokenizer(_ChatFormatMixin):
         return self._encoding
 
     def count(self, text: str) -> int:
-        if len(text) < _MEMO_CHARS:
-            return len(self._encode(text))
-        found = self._counted.get(text)
-        if found is None:
-            if len(self._counted) >= _MEMO_TEXTS:
-                self._counted.clear()
-            found = self._counted[text] = len(self._encode(text))
-        return found
+        return len(self._encode(text))
 
     def more_than(self, text: str, limit: int, *, complete: bool = True) -> bool:
         """True when ``text`` surely has more than ``limit`` tokens; False when that
