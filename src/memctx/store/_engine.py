@@ -215,9 +215,23 @@ def _engine_arguments(url: URL) -> dict[str, Any]:
     return arguments
 
 
+PREPARE_THRESHOLD: Final = 1
+"""PostgreSQL: a statement is prepared (on its connection) when it runs a second time.
+
+A store runs the same few statements over and over (a rebuild after an append is
+two), so each is parsed and planned once per connection; psycopg's default waits
+for the sixth run. One that runs once (a cold build's reads) is not prepared."""
+
+
 def _configure(engine: Engine) -> None:
-    """SQLite's settings and ``BEGIN IMMEDIATE`` for writes (SQLAlchemy's recipe)."""
+    """SQLite's settings and ``BEGIN IMMEDIATE`` for writes (SQLAlchemy's recipe);
+    PostgreSQL's :data:`PREPARE_THRESHOLD`."""
     if engine.dialect.name != "sqlite":
+
+        @event.listens_for(engine, "connect")
+        def _prepare(dbapi_connection: Any, connection_record: Any) -> None:
+            connection_record.driver_connection.prepare_threshold = PREPARE_THRESHOLD
+
         return
     memory_only = in_memory(engine.url)
 
