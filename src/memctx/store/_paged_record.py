@@ -81,7 +81,7 @@ def _record(session: Where, thread_id: str, built: Built) -> None:
         "created_at": _TIMESTAMP.process_bind_param(now(), dialect),
     }
     if dialect.name == "postgresql":
-        _RECORD_PG.execute(
+        _RECORD_PG.run(
             session,
             {
                 **event,
@@ -94,8 +94,8 @@ def _record(session: Where, thread_id: str, built: Built) -> None:
         return
     if counted:
         common = {"thread_id": thread_id, "tokenizer": built.tokenizer, "renderer": built.renderer}
-        _COUNTS.execute(session, [{**common, "seq": s, "tokens": t} for s, t in counted])
-    _EVENT.execute(session, event)
+        _COUNTS.run(session, [{**common, "seq": s, "tokens": t} for s, t in counted])
+    _EVENT.run(session, event)
 
 
 _TIMESTAMP: Final = UTCDateTime()

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import re
 import threading
+from collections import namedtuple
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from sqlalchemy import Connection, CursorResult
+from sqlalchemy import Connection
+from sqlalchemy.exc import DBAPIError
 from sqlmodel import Session
 
 Where = Session | Connection
@@ -45,6 +47,7 @@ class Plain:
         self.postgresql = _PARAMETER.sub(r"%(\1)s", _LIST.sub(r"= ANY(:\1)", sql))
         assert self.lists == frozenset(_LIST.findall(self.sql)), "the same lists on both"
         self._sqlite: dict[tuple[int, ...], str] = {}
+        self._row: Any = None  # the rows' named tuple (made on first use)
         self._lock = threading.Lock()
 
     def for_sqlite(self, params: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -67,29 +70,61 @@ class Plain:
                     self._sqlite[sizes] = sql
         return sql, flat
 
-    def execute(
-        self, where: Where, params: Mapping[str, Any] | Sequence[Mapping[str, Any]]
-    ) -> CursorResult[Any]:
-        """Run the statement (a sequence of parameter sets: once per set, as one batch)."""
+    def execute(self, where: Where, params: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> Any:
+        """Run the statement (a sequence of parameter sets: once per set, as one batch) on
+        a cursor of the connection's driver; its error as SQLAlchemy raises it."""
         connection = connection_of(where)
         if connection.dialect.name == "postgresql":
-            if isinstance(params, Mapping):
-                return connection.exec_driver_sql(self.postgresql, dict(params))
-            return connection.exec_driver_sql(self.postgresql, [dict(p) for p in params])
-        if isinstance(params, Mapping):
+            sql = self.postgresql
+            flat: Any = dict(params) if isinstance(params, Mapping) else [dict(p) for p in params]
+        elif isinstance(params, Mapping):
             sql, flat = self.for_sqlite(params)
-            return connection.exec_driver_sql(sql, flat)
-        assert not self.lists, "a batch of parameter sets holds no list"
-        return connection.exec_driver_sql(self.sql, [dict(p) for p in params])
+        else:
+            assert not self.lists, "a batch of parameter sets holds no list"
+            sql, flat = self.sql, [dict(p) for p in params]
+        driver = connection.connection.dbapi_connection
+        assert driver is not None
+        cursor = driver.cursor()
+        try:
+            if isinstance(flat, dict):
+                cursor.execute(sql, flat)
+            else:
+                cursor.executemany(sql, flat)
+        except connection.dialect.loaded_dbapi.Error as exc:
+            cursor.close()
+            gone = connection.dialect.is_disconnect(exc, driver, cursor)
+            if gone:
+                connection.invalidate(exc)
+            raise DBAPIError.instance(
+                sql,
+                flat,
+                exc,
+                connection.dialect.loaded_dbapi.Error,
+                connection_invalidated=gone,
+                dialect=connection.dialect,
+            ) from exc
+        return cursor
+
+    def run(self, where: Where, params: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> None:
+        """Run a statement that returns no rows."""
+        self.execute(where, params).close()
 
     def tuples(self, where: Where, params: Mapping[str, Any]) -> list[Any]:
         """The driver's own rows (tuples, no processing)."""
-        result = self.execute(where, params)
+        cursor = self.execute(where, params)
         try:
-            return list(result.cursor.fetchall())
+            return list(cursor.fetchall())
         finally:
-            result.close()
+            cursor.close()
 
     def rows(self, where: Where, params: Mapping[str, Any]) -> list[Any]:
         """Rows with their columns by name (``row.seq``)."""
-        return list(self.execute(where, params))
+        cursor = self.execute(where, params)
+        try:
+            found = cursor.fetchall()
+            if self._row is None:
+                self._row = namedtuple("Row", [d[0] for d in cursor.description])  # type: ignore[misc]
+            make = self._row._make
+            return [make(r) for r in found]
+        finally:
+            cursor.close()
