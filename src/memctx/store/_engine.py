@@ -147,36 +147,34 @@ def create_store_engine(url: URL) -> Engine:
 
 
 def build_record_engine(engine: Engine) -> Engine:
-    """The write engine of paged builds, whose commits do not wait for the disk; on
-    PostgreSQL in autocommit mode (no ``BEGIN`` and ``COMMIT`` round trips: a build's
-    reads are bounded by its batch and last sequence number, and its record is one
-    statement).
+    """The write engine of paged builds, whose commits do not wait for the disk.
 
     A build writes token counts (a cache) and its ``context.built`` event; losing
     the last of those on a power failure or a database server crash loses no
-    chunk and leaves the database consistent, so its commit need not flush:
-    PostgreSQL's ``synchronous_commit = off``, SQLite's ``synchronous = NORMAL``
-    in WAL mode (the next durable commit, or a checkpoint, writes it to disk). Its
-    own connections (an in-memory SQLite database, one connection, uses ``engine``).
+    chunk and leaves the database consistent, so its commit need not flush.
+
+    On PostgreSQL, ``engine`` itself (its pooled connections: a newly opened
+    store's first build opens none) in autocommit mode (no ``BEGIN`` and
+    ``COMMIT`` round trips: a build's reads are bounded by its batch and last
+    sequence number, and its record is one statement, which turns
+    ``synchronous_commit`` off for itself). On SQLite, connections of its own
+    with ``synchronous = NORMAL`` in WAL mode (the next durable commit, or a
+    checkpoint, writes it to disk; a connection costs a fraction of a
+    millisecond); an in-memory database, one connection, uses ``engine``.
     """
-    if engine.dialect.name == "sqlite" and in_memory(engine.url):
+    if engine.dialect.name == "postgresql":
+        return write_engine(engine.execution_options(isolation_level="AUTOCOMMIT"))
+    if in_memory(engine.url):
         return write_engine(engine)
     relaxed = create_store_engine(engine.url)
-    if relaxed.dialect.name == "postgresql":
-        relaxed = relaxed.execution_options(isolation_level="AUTOCOMMIT")
 
     @event.listens_for(relaxed, "connect")
     def _on_connect(dbapi_connection: Any, connection_record: Any) -> None:
         cursor = dbapi_connection.cursor()
         try:
-            if relaxed.dialect.name == "sqlite":
-                cursor.execute("PRAGMA synchronous = NORMAL")
-            else:
-                cursor.execute("SET synchronous_commit TO off")
+            cursor.execute("PRAGMA synchronous = NORMAL")
         finally:
             cursor.close()
-        if relaxed.dialect.name != "sqlite":
-            dbapi_connection.commit()
 
     return write_engine(relaxed)
 
@@ -217,9 +215,23 @@ def _engine_arguments(url: URL) -> dict[str, Any]:
     return arguments
 
 
+PREPARE_THRESHOLD: Final = 1
+"""PostgreSQL: a statement is prepared (on its connection) when it runs a second time.
+
+A store runs the same few statements over and over (a rebuild after an append is
+two), so each is parsed and planned once per connection; psycopg's default waits
+for the sixth run. One that runs once (a cold build's reads) is not prepared."""
+
+
 def _configure(engine: Engine) -> None:
-    """SQLite's settings and ``BEGIN IMMEDIATE`` for writes (SQLAlchemy's recipe)."""
+    """SQLite's settings and ``BEGIN IMMEDIATE`` for writes (SQLAlchemy's recipe);
+    PostgreSQL's :data:`PREPARE_THRESHOLD`."""
     if engine.dialect.name != "sqlite":
+
+        @event.listens_for(engine, "connect")
+        def _prepare(dbapi_connection: Any, connection_record: Any) -> None:
+            connection_record.driver_connection.prepare_threshold = PREPARE_THRESHOLD
+
         return
     memory_only = in_memory(engine.url)
 

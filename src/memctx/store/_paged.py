@@ -51,9 +51,9 @@ from memctx._result import (
     ContextBuildResult,
 )
 from memctx._state import MemoryState
-from memctx.store._paged_reads import FIRST_PAGE, read_ids, read_light, read_units
+from memctx.store._paged_reads import FIRST_PAGE, read_ids, read_light, read_rows, read_units
 from memctx.store._paged_rows import Filters, Lister, paged_exclusions
-from memctx.store._paged_thread import PagedThread, Start, read_rows, read_start
+from memctx.store._paged_thread import PagedThread, Start, read_start
 from memctx.typing import Tokenizer
 
 MIN_PAGE = 16

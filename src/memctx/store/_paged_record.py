@@ -15,24 +15,22 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, Final, TypeVar
 
-from sqlalchemy import text
-from sqlmodel import Session
-
 from memctx._build.builder import ContextBuilder
 from memctx._build.options import BuildOptions
-from memctx.store._build import Built, drive, paged_built, record_build
+from memctx.store._build import Built, drive, paged_built
 from memctx.store._paged import PagedBuilt, paged_build
 from memctx.store._paged_rows import Lister
 from memctx.store._paged_thread import PagedThread
+from memctx.store._plain import Plain, Where, connection_of
 from memctx.store._queries import check_payload
 from memctx.store._records import CONTEXT_BUILT
-from memctx.store._schema import now
+from memctx.store._schema import UTCDateTime, now
 
 T = TypeVar("T")
 
 
 def paged_in_one(
-    session: Session,
+    session: Where,
     thread_id: str,
     kept: PagedThread | None,
     builder: ContextBuilder,
@@ -45,41 +43,63 @@ def paged_in_one(
     steps = paged_build(kept, thread_id, builder, options, keys, lister)
     kept, built = drive(steps, partial(_in_session, session))
     record = paged_built(builder, options, kept, built)
-    if session.connection().dialect.name == "postgresql":
-        _record_in_one(session, thread_id, record)
-    else:
-        record_build(session, thread_id, record, lock=False)
+    _record(session, thread_id, record)
     return kept, built
 
 
-_RECORD_PG: Final = text(
-    "WITH counted AS (INSERT INTO memctx_token_counts (thread_id, seq, tokenizer, renderer,"
+_COUNTS: Final = Plain(
+    "INSERT INTO memctx_token_counts (thread_id, seq, tokenizer, renderer, tokens)"
+    " VALUES (:thread_id, :seq, :tokenizer, :renderer, :tokens) ON CONFLICT DO NOTHING"
+)
+_EVENT: Final = Plain(
+    "INSERT INTO memctx_events (thread_id, kind, payload, created_at)"
+    " VALUES (:thread_id, :kind, :payload, :created_at)"
+)
+# PostgreSQL: the counts and the event in one statement, whose commit does not wait for
+# the disk (``set_config`` with ``is_local``: for this statement's transaction only).
+_RECORD_PG: Final = Plain(
+    "WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true)),"
+    " counted AS (INSERT INTO memctx_token_counts (thread_id, seq, tokenizer, renderer,"
     " tokens) SELECT :thread_id, s, :tokenizer, :renderer, t"
     " FROM unnest(CAST(:seqs AS integer[]), CAST(:tokens AS integer[])) AS u (s, t)"
     " ON CONFLICT DO NOTHING)"
     " INSERT INTO memctx_events (thread_id, kind, payload, created_at)"
-    " VALUES (:thread_id, :kind, :payload, :created_at)"
+    " SELECT :thread_id, :kind, :payload, :created_at FROM relaxed"
 )
 
 
-def _record_in_one(session: Session, thread_id: str, built: Built) -> None:
-    """:func:`record_build` on PostgreSQL in one statement."""
+def _record(session: Where, thread_id: str, built: Built) -> None:
+    """:func:`~memctx.store._build.record_build` in plain statements (the caller's
+    transaction holds the thread: SQLite's write lock; on PostgreSQL one statement)."""
     kind, payload = check_payload(CONTEXT_BUILT, built.payload)
     counted = sorted(built.counted.items()) if built.tokenizer is not None else []
-    session.connection().execute(
-        _RECORD_PG,
-        {
-            "thread_id": thread_id,
-            "tokenizer": built.tokenizer or "",
-            "renderer": built.renderer,
-            "seqs": [s for s, _ in counted],
-            "tokens": [t for _, t in counted],
-            "kind": kind,
-            "payload": payload,
-            "created_at": now(),
-        },
-    )
+    dialect = connection_of(session).dialect
+    event = {
+        "thread_id": thread_id,
+        "kind": kind,
+        "payload": payload,
+        "created_at": _TIMESTAMP.process_bind_param(now(), dialect),
+    }
+    if dialect.name == "postgresql":
+        _RECORD_PG.run(
+            session,
+            {
+                **event,
+                "tokenizer": built.tokenizer or "",
+                "renderer": built.renderer,
+                "seqs": [s for s, _ in counted],
+                "tokens": [t for _, t in counted],
+            },
+        )
+        return
+    if counted:
+        common = {"thread_id": thread_id, "tokenizer": built.tokenizer, "renderer": built.renderer}
+        _COUNTS.run(session, [{**common, "seq": s, "tokens": t} for s, t in counted])
+    _EVENT.run(session, event)
 
 
-def _in_session(session: Session, function: Callable[..., T], *arguments: Any) -> T:
+_TIMESTAMP: Final = UTCDateTime()
+
+
+def _in_session(session: Where, function: Callable[..., T], *arguments: Any) -> T:
     return function(session, *arguments)

@@ -16,14 +16,13 @@ from collections.abc import Hashable
 from typing import Any
 
 import attrs
-from sqlmodel import Session
 
 from memctx._build.builder import ContextBuilder
 from memctx._chunk import Chunk, ChunkType
 from memctx._state import MemoryState
-from memctx.store._paged_reads import LightRow, Window, read_units, read_window
-from memctx.store._queries import check_thread_id, counts_by_seq
-from memctx.store._row_reads import appended_since, rows_by_seq
+from memctx.store._paged_reads import LightRow, Window, appended_rows, read_units, read_window
+from memctx.store._plain import Where
+from memctx.store._queries import check_thread_id
 from memctx.store._schema import row_to_chunk
 
 
@@ -46,7 +45,7 @@ class Start:
 
 
 def read_start(
-    session: Session,
+    session: Where,
     thread_id: str,
     kept: PagedThread | None,
     tokenizer: str | None,
@@ -57,7 +56,7 @@ def read_start(
     check_thread_id(thread_id)
     if kept is not None:
         after = kept.after_seq
-        version, rows, counts = appended_since(session, thread_id, after, tokenizer, renderer)
+        version, rows, counts = appended_rows(session, thread_id, after, tokenizer, renderer)
         created_at, batch_number = version
         if kept.created_at == created_at and kept.batch == batch_number:
             with kept.lock:
@@ -68,17 +67,6 @@ def read_start(
             return Start(created_at, batch_number, last, None, rows, counts, units)
     window = read_window(session, thread_id, tokenizer, renderer)
     return Start(window.created_at, window.batch, window.last, window, [], {})
-
-
-def read_rows(
-    session: Session, thread_id: str, tokenizer: str | None, renderer: str, seqs: list[int]
-) -> tuple[dict[int, Any], dict[int, int]]:
-    """Rows (with content) and their stored counts, by sequence number."""
-    rows = rows_by_seq(session, thread_id, seqs)
-    counts = (
-        {} if tokenizer is None else counts_by_seq(session, thread_id, tokenizer, renderer, seqs)
-    )
-    return rows, counts
 
 
 class PagedThread:

@@ -18,6 +18,7 @@ from sqlalchemy import select as sa_select
 from sqlmodel import Session, col, select
 
 from memctx._exceptions import StoreError, ThreadNotFoundError
+from memctx.store._plain import Where, connection_of
 from memctx.store._schema import BatchRow, ChunkRow, ThreadRow, TokenCountRow, load_json
 
 R = TypeVar("R")
@@ -85,11 +86,16 @@ _LIGHT_BY_SEQ: Final = _LIGHT_ALL.where(col(ChunkRow.seq).in_(bindparam("seqs", 
 
 def batch_view(batch: BatchRow) -> list[int] | None:
     """The sequence numbers a batch made visible (``None``: every appended chunk)."""
-    if batch.view is None:
+    return parse_view(batch.view, batch.thread_id, batch.number)
+
+
+def parse_view(stored: str | None, thread_id: str, number: int) -> list[int] | None:
+    """:func:`batch_view` of a batch's stored ``view`` column."""
+    if stored is None:
         return None
-    view = load_json(batch.view, f"thread {batch.thread_id!r}, batch {batch.number}")
+    view = load_json(stored, f"thread {thread_id!r}, batch {number}")
     if not isinstance(view, list) or not all(isinstance(s, int) for s in view):
-        raise StoreError(f"thread {batch.thread_id!r}, batch {batch.number}: corrupt view")
+        raise StoreError(f"thread {thread_id!r}, batch {number}: corrupt view")
     return view
 
 
@@ -116,15 +122,15 @@ ROWS_READ: Final = RowsRead()
 """Chunk rows read with their content, by every store of this process."""
 
 
-def rows_of(session: Session, statement: Any, params: Mapping[str, Any]) -> Result[Any]:
+def rows_of(session: Where, statement: Any, params: Mapping[str, Any]) -> Result[Any]:
     """Run a chunk-row statement on the session's connection: rows without the ORM's layer."""
-    return session.connection().execute(statement, params)
+    return connection_of(session).execute(statement, params)
 
 
-def raw_rows(session: Session, statement: Any, params: Mapping[str, Any]) -> list[Any]:
+def raw_rows(session: Where, statement: Any, params: Mapping[str, Any]) -> list[Any]:
     """The DBAPI's own rows (tuples, no type processing) of a statement of plain columns:
     a tenth of the cost per row, for reads of every row of a thread."""
-    result = session.connection().execute(statement, params)
+    result = connection_of(session).execute(statement, params)
     try:
         return list(result.cursor.fetchall())
     finally:
@@ -187,7 +193,7 @@ def appended_since(
 
 
 def visible_light_rows(
-    session: Session, batch: BatchRow, *, view_only: bool = False
+    session: Where, batch: BatchRow, *, view_only: bool = False
 ) -> list[tuple[Any, ...]]:
     """``(seq, chunk_id, type, unit_key, unit_opener, pinned, origin)`` of the rows
     visible in ``batch``, in view order (no content); ``view_only``: those of its view."""

@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Concatenate, Literal, ParamSpec, Self, TypeVar, Unpack
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session
@@ -170,6 +170,25 @@ class MemoryStore:
                 session.begin(),
             ):
                 return operation(session, *args, **kwargs)
+
+        try:
+            return retry_busy(attempt)
+        except SQLAlchemyError as exc:
+            raise StoreError(f"database error ({self.url}): {database_error(exc)}") from None
+
+    def _run_plain(
+        self,
+        engine: Engine,
+        operation: Callable[Concatenate[Connection, P], R],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> R:
+        """:meth:`_run` on a connection without a session (the plain statements of a paged
+        build: no ORM state to set up and tear down)."""
+
+        def attempt() -> R:
+            with engine.connect() as connection, connection.begin():
+                return operation(connection, *args, **kwargs)
 
         try:
             return retry_busy(attempt)
@@ -574,7 +593,7 @@ class MemoryStore:
                     self._engine.dispose()
                 return listed
 
-            kept, paged = self._run(
+            kept, paged = self._run_plain(
                 self._build_write,
                 paged_in_one,
                 thread_id,
