@@ -146,7 +146,11 @@ class DeclaredRenderer:
         return element, [(n, v) for n, v in found if n != "role" or v != said]
 
     def render(self, chunk: Chunk) -> str:
-        element, attributes = self._attributes(chunk)
+        if lean_attributes():
+            element, attributes = self._attributes(chunk)
+        else:  # the seed's attributes, every one (the default: kept short)
+            element, getters = self._compiled[self._key(chunk)]
+            attributes = [(n, get(chunk)) for n, get in getters]
         return render_element(element.tag, attributes, chunk.text if element.content else "")
 
     def render_prefix(self, chunk: Chunk, chars: int) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from memctx._chunk import Chunk, Role
 from memctx._render.registry import RendererRegistry
 from memctx._render.segments import SEPARATOR, RenderedChunk
+from memctx._render.xml_modes import current_modes
 from memctx.xml import (
     DEFAULT_ATTRIBUTE_MODE,
     DEFAULT_CONTENT_MODE,
@@ -41,8 +42,16 @@ class XmlRendering:
 
     def render_chunk(self, chunk: Chunk) -> RenderedChunk:
         """``chunk``'s role, segment (its XML and a newline) and replaced characters."""
-        with content_mode(self.content), attribute_mode(self.attributes):
-            role, xml = self.registry.render(chunk)
+        content, attributes = current_modes()
+        if attributes == self.attributes:  # the usual case: the default attribute mode
+            if content == self.content:
+                role, xml = self.registry.render(chunk)
+            else:
+                with content_mode(self.content):
+                    role, xml = self.registry.render(chunk)
+        else:
+            with content_mode(self.content), attribute_mode(self.attributes):
+                role, xml = self.registry.render(chunk)
         if type(xml) is SafeXml:
             replaced = xml.replaced
         else:  # a renderer that did not use render_element: check its output

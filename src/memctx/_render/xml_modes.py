@@ -80,6 +80,11 @@ class attribute_mode(_ModeBlock):  # noqa: N801 -- used as a function: ``with at
         super().__init__(check_attribute_mode(mode))
 
 
+def current_modes() -> tuple[str, str]:
+    """The content mode and the attribute mode in force."""
+    return CONTENT_MODE.get(), _ATTRIBUTE_MODE.get()
+
+
 def lean_attributes() -> bool:
     """Whether renderers leave out the attributes their tag or their message already say."""
     return _ATTRIBUTE_MODE.get() == "lean"
