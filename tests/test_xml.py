@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from hypothesis import given, settings
@@ -459,6 +459,21 @@ class TestAttributeModes:
 
         assert inside == '<user_message id="u">\nhi\n</user_message>'
         assert renderer.render(user)[1] == '<user_message id="u" role="user">\nhi\n</user_message>'
+
+    @pytest.mark.parametrize("outer", ["lean", "seed"])
+    def test_a_builder_renders_in_its_own_modes_whatever_the_callers_are(
+        self, outer: Literal["lean", "seed"]
+    ) -> None:
+        state = MemoryState([chunks.user("a < b", id="u")])
+        seed_escape = memctx.create_builder(content="escape")
+        lean_cdata = memctx.create_builder(attributes="lean", content="cdata")
+
+        with attribute_mode(outer), content_mode("cdata" if outer == "seed" else "escape"):
+            first = seed_escape.build(state).messages[0].content
+            second = lean_cdata.build(state).messages[0].content
+
+        assert first == '<user_message id="u" role="user">\na &lt; b\n</user_message>\n'
+        assert second == '<user_message id="u">\n<![CDATA[a < b]]>\n</user_message>\n'
 
     def test_two_modes_never_share_a_memoised_rendering_or_count(self) -> None:
         lean, seed = memctx.create_builder(attributes="lean"), memctx.create_builder()
