@@ -148,21 +148,33 @@ class ChunkMetadata:
         from memctx._json import thaw_json
 
         out: dict[str, Any] = {}
-        for field in attrs.fields(ChunkMetadata):
-            value = getattr(self, field.name)
-            if field.name == "custom":
-                if value:
-                    out["custom"] = thaw_json(value)
-            elif field.name == "pinned":
-                if value:
-                    out["pinned"] = True
-            elif field.name == "derived_from":
-                if value is not None:
-                    out["derived_from"] = list(value)
-            elif value is not None:
-                out[field.name] = value
+        for name in _FIELDS_BEFORE:
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        if self.pinned:
+            out["pinned"] = True
+        if self.custom:
+            out["custom"] = thaw_json(self.custom)
+        if self.derived_from is not None:
+            out["derived_from"] = list(self.derived_from)
+        for name in _FIELDS_AFTER:
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
         return out
 
+
+def _fields_around(special: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The metadata fields before and after ``special`` (consecutive, in that order): the
+    dict a chunk's metadata becomes keeps the fields' order, which stored rows hold."""
+    names = tuple(field.name for field in attrs.fields(ChunkMetadata))
+    start = names.index(special[0])
+    assert names[start : start + len(special)] == special
+    return names[:start], names[start + len(special) :]
+
+
+_FIELDS_BEFORE, _FIELDS_AFTER = _fields_around(("pinned", "custom", "derived_from"))
 
 _EMPTY_METADATA: Final = ChunkMetadata()
 

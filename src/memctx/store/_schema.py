@@ -367,7 +367,7 @@ def unit_columns(chunk: Chunk) -> dict[str, Any]:
     hold NUL or a lone surrogate, which a text column cannot), whether it opens
     the unit, and whether it is pinned."""
     found = unit_role(chunk)
-    key = None if found is None else json.dumps(list(found[0]), ensure_ascii=True)
+    key = None if found is None else _encode_ascii(list(found[0]))
     opener = found is not None and found[1]
     return {"unit_key": key, "unit_opener": opener, "pinned": chunk.metadata.pinned}
 
