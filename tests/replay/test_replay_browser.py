@@ -10,9 +10,9 @@ from typing import Any
 
 import attrs
 import pytest
+from replay_runs import BlockPolicy, agent_run
 
 from chromium import Chromium, Page
-from conftest import BlockPolicy, agent_run
 from memctx.replay import ReplayReport, load_run, render_reports, replay
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
+from replay_runs import agent_run
 
 from cli_results import ok, one_error_line, run
-from conftest import agent_run
 from memctx import save_state
 from memctx.cli._replay import table
 from memctx.replay import default_policy, replay

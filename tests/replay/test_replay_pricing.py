@@ -8,8 +8,8 @@ after their last block (the reply priming), so ``input = last end + 3``.
 from __future__ import annotations
 
 import pytest
+from replay_runs import minutes, request
 
-from conftest import minutes, request
 from memctx import ReplayError, create_tokenizer
 from memctx.policy import ModelProfile
 from memctx.replay._blocks import BlockCounter, anthropic_blocks, gemini_blocks, openai_blocks

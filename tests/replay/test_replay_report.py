@@ -7,8 +7,8 @@ import re
 from typing import Any
 
 import pytest
+from replay_runs import BlockPolicy, agent_run
 
-from conftest import BlockPolicy, agent_run
 from memctx.replay import ReplayReport, RequestCost, render_reports, replay
 
 

@@ -12,8 +12,8 @@ import attrs
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from replay_runs import T0, BlockPolicy, Step, agent_run
 
-from conftest import T0, BlockPolicy, Step, agent_run
 from histories import agent_histories
 from memctx import (
     MemoryState,
