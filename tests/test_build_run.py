@@ -7,25 +7,14 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from counting import CountingTokenizer
 from histories import texts
-from memctx import MemoryState, TiktokenTokenizer, chunks, create_builder, create_tokenizer
+from memctx import MemoryState, chunks, create_builder, create_tokenizer
 from memctx._build.builder import counts_of
 from memctx.statefile import dumps_state, loads_state
 from strategies import examples
 
 GPT4O = create_tokenizer("gpt-4o")
-
-
-class CountingTokenizer(TiktokenTokenizer):
-    """gpt-4o's encoding, keeping every text it was asked to count."""
-
-    def __init__(self) -> None:
-        super().__init__("o200k_base")
-        self.texts: list[str] = []
-
-    def count(self, text: str) -> int:
-        self.texts.append(text)
-        return super().count(text)
 
 
 def long_output(lines: int) -> str:

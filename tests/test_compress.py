@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from counting import CountingTokenizer
 from invariants import assert_builds_within, assert_lawful
 from memctx import CompressionError, MemoryState, chunks, create_builder
 from memctx._build.builder import counts_of
@@ -241,16 +242,7 @@ class TestCompress:
         assert report.tokenizer == gpt4o.name
 
     def test_the_chunks_a_compressor_keeps_are_not_counted_again(self, run: MemoryState) -> None:
-        class Counting(TiktokenTokenizer):
-            def __init__(self) -> None:
-                super().__init__("o200k_base")
-                self.texts: list[str] = []
-
-            def count(self, text: str) -> int:
-                self.texts.append(text)
-                return super().count(text)
-
-        tokenizer = Counting()
+        tokenizer = CountingTokenizer()
         counter = counts_of(create_builder(tokenizer))
         chunk_tokens(counter, run, tokenizer)  # as the build before it counted them
         tokenizer.texts.clear()

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from media import make_png
+from media import EXPECTED_1000_PX, make_png
 from memctx import (
     BuildOptionError,
     Chunk,
@@ -41,12 +41,6 @@ from memctx.store import MemoryStore
 from strategies import examples
 
 GPT4O = create_tokenizer("gpt-4o")
-
-# The 1000 x 1000 PNG by each provider's published rule:
-# OpenAI: shortest side scaled 1000 -> 768, 2 x 2 tiles of 512: 85 + 4 * 170.
-# Anthropic: within 1568 px and 1.19 MP, so unscaled: 1,000,000 / 750 = 1333.3.
-# Gemini: over 384 px, so 768 px tiles: 2 x 2 at 258 each.
-EXPECTED_1000_PX = {"openai": 765, "anthropic": 1334, "gemini": 1032}
 
 
 def build(*items: Chunk, **options: Any) -> Any:

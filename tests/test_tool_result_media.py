@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from media import EXPECTED_1000_PX
 from memctx import (
     AdapterError,
     Chunk,
@@ -33,8 +34,6 @@ from sdk_clients import (
 )
 
 GPT4O = create_tokenizer("gpt-4o")
-# The 1000 x 1000 PNG by each provider's published rule (see test_provider_fidelity).
-EXPECTED_1000_PX = {"openai": 765, "anthropic": 1334, "gemini": 1032}
 
 
 def _b64(raw: bytes) -> str:

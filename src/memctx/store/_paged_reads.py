@@ -23,7 +23,13 @@ import attrs
 from memctx._exceptions import StoreError, ThreadNotFoundError
 from memctx.store._plain import Plain, Where
 from memctx.store._queries import check_thread_id
-from memctx.store._row_reads import counted, in_parts, parse_view, visible_light_rows
+from memctx.store._row_reads import (
+    counted,
+    in_parts,
+    parse_view,
+    split_appended,
+    visible_light_rows,
+)
 from memctx.store._schema import SPECIAL_ROWS, BatchRow
 
 LightRow = tuple[Any, ...]
@@ -196,13 +202,7 @@ def appended_rows(
     stored under ``tokenizer`` and ``renderer``. :class:`ThreadNotFoundError` if there is
     no such thread."""
     params = {"thread_id": thread_id, "base": after, "tokenizer": tokenizer, "renderer": renderer}
-    found = _APPENDED.rows(session, params)
-    if not found:
-        raise ThreadNotFoundError(thread_id)
-    version = (found[0].thread_created_at, found[0].thread_batch)
-    rows = counted([row for row in found if row.seq is not None])
-    counts = {row.seq: row.stored_tokens for row in rows if row.stored_tokens is not None}
-    return version, rows, counts
+    return split_appended(thread_id, list(_APPENDED.rows(session, params)))
 
 
 def read_light(

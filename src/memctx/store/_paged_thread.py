@@ -220,18 +220,7 @@ class PagedThread:
             self.after_seq = row.seq
             i = self.length
             self.length += 1
-            self.know(
-                i,
-                (
-                    row.seq,
-                    row.chunk_id,
-                    row.type,
-                    row.unit_key,
-                    row.unit_opener,
-                    row.pinned,
-                    row.origin,
-                ),
-            )
+            self.know(i, _light(row, row.seq))
             unit = row.unit_key
             known = None if unit is None or unit in fresh else self.members.get(unit)
             if known is not None:
@@ -256,18 +245,7 @@ class PagedThread:
             row = rows[seq]
             if i not in self.chunks:
                 self.chunks[i] = row_to_chunk(row)
-            self.know(
-                i,
-                (
-                    seq,
-                    row.chunk_id,
-                    row.type,
-                    row.unit_key,
-                    row.unit_opener,
-                    row.pinned,
-                    row.origin,
-                ),
-            )
+            self.know(i, _light(row, seq))
             count = counts.get(seq)
             if count is not None:
                 self.counts[i] = count
@@ -288,3 +266,8 @@ class PagedThread:
     def members_of(self, keys: set[str]) -> list[int]:
         """Every index of the units ``keys`` (which must have been looked up)."""
         return [i for key in keys for i in self.members[key]]
+
+
+def _light(row: Any, seq: int) -> LightRow:
+    """The light row ``(seq, id, type, unit, opener, pinned, origin)`` of a full row."""
+    return (seq, row.chunk_id, row.type, row.unit_key, row.unit_opener, row.pinned, row.origin)

@@ -183,7 +183,15 @@ def appended_since(
     sequence number ``seq`` in order, and their counts stored under ``tokenizer`` (None:
     none) and ``renderer``. :class:`ThreadNotFoundError` if there is no such thread."""
     params = {"thread_id": thread_id, "base_seq": seq, "tokenizer": tokenizer, "renderer": renderer}
-    found = list(rows_of(session, _APPENDED_SINCE, params))
+    return split_appended(thread_id, list(rows_of(session, _APPENDED_SINCE, params)))
+
+
+def split_appended(
+    thread_id: str, found: list[Any]
+) -> tuple[tuple[Any, int], list[Any], dict[int, int]]:
+    """The thread's version, its appended rows and their stored counts, from the rows of a
+    statement that joins the thread to them (one row with a null ``seq`` when none was
+    appended); :class:`ThreadNotFoundError` when it gave none."""
     if not found:
         raise ThreadNotFoundError(thread_id)
     version = (found[0].thread_created_at, found[0].thread_batch)
