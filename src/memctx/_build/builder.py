@@ -161,11 +161,11 @@ class ContextBuilder:
         costs = ChunkCosts(
             cache,
             items,
-            count_key[0],
-            self._rendering,
-            tokenizer,
-            count_key,
-            adds_up,
+            chain_key=count_key[0],
+            renderer=self._rendering,
+            tokenizer=tokenizer,
+            count_key=count_key,
+            adds_up=adds_up,
             media_provider=opts.provider,
             media_positions=units.media,
         )

@@ -205,6 +205,7 @@ class ChunkCosts:
         self,
         cache: HistoryCache,
         items: list[Chunk],
+        *,
         chain_key: ChainKey,
         renderer: XmlRendering,
         tokenizer: Tokenizer,

@@ -69,7 +69,13 @@ class BuilderCounts:
         """The cached costs of one history's chunks under ``tokenizer``."""
         count_key, adds_up = self._count_key(tokenizer)
         return ChunkCosts(
-            cache, items, count_key[0], self._rendering, tokenizer, count_key, adds_up
+            cache,
+            items,
+            chain_key=count_key[0],
+            renderer=self._rendering,
+            tokenizer=tokenizer,
+            count_key=count_key,
+            adds_up=adds_up,
         )
 
     def token_counts(self, state: MemoryState, tokenizer: Tokenizer) -> dict[int, int]:
