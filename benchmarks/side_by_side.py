@@ -25,6 +25,7 @@ import argparse
 import gc
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -175,6 +176,21 @@ def budget_label(budget: int | None) -> str:
     return "all fits" if budget is None else f"{budget // 1000}k"
 
 
+BOOTSTRAP_RESAMPLES = 2_000
+
+
+def ratio_interval(before: Sequence[float], after: Sequence[float]) -> tuple[float, float]:
+    """A 95% bootstrap interval of the median of ``after[i] / before[i]``: the repetitions
+    alternate, so the i-th runs of both sides saw the same conditions and their ratio
+    is one paired sample. A case is slower than noise when the interval lies above 1."""
+    ratios = [a / b for a, b in zip(after, before, strict=True)]
+    draw = random.Random(0).choices  # the same interval for the same timings
+    medians = sorted(
+        statistics.median(draw(ratios, k=len(ratios))) for _ in range(BOOTSTRAP_RESAMPLES)
+    )
+    return medians[int(0.025 * BOOTSTRAP_RESAMPLES)], medians[int(0.975 * BOOTSTRAP_RESAMPLES) - 1]
+
+
 def compare(
     before: Side, after: Side, log: Callable[[str], None], workloads: Sequence[str] = WORKLOADS
 ) -> list[dict[str, Any]]:
@@ -202,6 +218,7 @@ def compare(
                 "figure": "MemoryState(chunks)",
                 "before": median(built["before"]),
                 "after": median(built["after"]),
+                "interval": _interval(built),
             }
         )
         for budget in BUDGETS:
@@ -220,6 +237,7 @@ def compare(
                     "figure": figure,
                     "before": median(replies["before"]),
                     "after": median(replies["after"]),
+                    "interval": _interval(replies),
                     "same_output": same,
                 }
                 base = floor if figure == "cold" else cold_ms
@@ -231,26 +249,42 @@ def compare(
     return rows
 
 
+def _interval(replies: dict[str, list[dict[str, Any]]]) -> tuple[float, float]:
+    return ratio_interval(
+        [r["seconds"] for r in replies["before"]], [r["seconds"] for r in replies["after"]]
+    )
+
+
 def render(rows: Sequence[dict[str, Any]], before: str, after: str) -> str:
     lines = [
         f"before: `{before}`, after: `{after}`; medians of alternating runs "
-        "(15 per case, gen 10k: 7, gen 100k: 3, its all-fits: 2).",
+        "(15 per case, gen 10k: 7, gen 100k: 3, its all-fits: 2). The interval is a 95% "
+        "bootstrap interval of the median of the paired after/before ratios; **slower** marks "
+        "a case whose interval lies above 1 (slower than the run's noise).",
+        "",
+        f"{sum(_slower(row) for row in rows)} of {len(rows)} cases slower than noise.",
         "",
         "| workload | budget | figure | before ms | after ms | after/before "
-        "| before ratio | after ratio |",
-        "|---|---:|---|---:|---:|---:|---:|---:|",
+        "| 95% interval | before ratio | after ratio |",
+        "|---|---:|---|---:|---:|---:|---|---:|---:|",
     ]
     names = {"cold": "cold/floor", "warm": "warm/cold", "incr": "incr/cold"}
     for row in rows:
         ratio = names.get(row["figure"])
         ratios = f"{row['ratio_before']:.3f} | {row['ratio_after']:.3f}" if ratio else " | "
         mark = "" if row.get("same_output", True) else " (outputs differ)"
+        low, high = row["interval"]
+        interval = f"{low:.2f}–{high:.2f}" + (" **slower**" if _slower(row) else "")
         lines.append(
             f"| {row['workload']} | {row['budget']} | {row['figure']}{mark} "
             f"| {row['before'] * 1e3:.3f} | {row['after'] * 1e3:.3f} "
-            f"| {row['after'] / row['before']:.2f} | {ratios} |"
+            f"| {row['after'] / row['before']:.2f} | {interval} | {ratios} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _slower(row: dict[str, Any]) -> bool:
+    return bool(row["interval"][0] > 1.0)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
