@@ -125,7 +125,7 @@ def facts_before(run: MemoryState, point: int) -> Facts:
             commands.add(normal(command.strip().splitlines()[0])[:COMMAND_CHARS])
         _, error = call_outcome(results.get(chunk.metadata.call_id or "", []))
         if error:
-            errors.add(normal(error.removesuffix("…")[:100]))
+            errors.add(normal(error.removesuffix("…"))[:100])
     return Facts(frozenset(paths), frozenset(commands), frozenset(errors))
 
 

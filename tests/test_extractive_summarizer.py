@@ -11,6 +11,7 @@ import pytest
 from memctx import CompactionError, MemoryState, chunks
 from memctx._render.tokens import TiktokenTokenizer
 from memctx.compaction import CompactionPolicy, ExtractiveSummarizer, compact, is_compaction_summary
+from memctx.compress._extractive import RECALL_HINT
 from memctx.importers import load_openai_transcript
 
 TRAJECTORIES = sorted((Path(__file__).parent.parent / "examples" / "trajectories").glob("*.json"))
@@ -289,3 +290,72 @@ def test_a_multi_line_command_keeps_its_first_line_verbatim() -> None:
     call = chunks.tool_call("bash", {"command": "cat > a.py << 'EOF'\nx = 1\nEOF"}, call_id="1")
     text = ExtractiveSummarizer()([call], None)
     assert "- bash `cat > a.py << 'EOF' …` → no result" in text
+
+
+class TestStacked:
+    """A summary stacked after earlier ones (``known``) carries only what is new."""
+
+    @staticmethod
+    def calls(*commands: str, error: str | None = None) -> list[Any]:
+        made: list[Any] = []
+        for n, command in enumerate(commands):
+            made.append(chunks.tool_call("bash", {"command": command}, call_id=f"k{n}"))
+            made.append(chunks.tool_result("bash", "ok", call_id=f"k{n}"))
+        if error is not None:
+            made.append(chunks.tool_call("bash", {"command": "make"}, call_id="e"))
+            made.append(chunks.tool_error("bash", error, call_id="e"))
+        return made
+
+    def test_a_new_summary_does_not_repeat_a_file_or_error_line_an_earlier_one_holds(
+        self,
+    ) -> None:
+        earlier = summarize(self.calls("cat src/a.py", error="E   make: no rule"), None)
+        assert "src/a.py" in earlier
+        assert "no rule" in earlier
+        new = self.calls("cat src/a.py", "cat src/b.py", error="E   make: no rule")
+        text = summarize(new, None, known=earlier)
+        assert "- read: src/b.py" in text  # the new file
+        assert "- read: src/a.py" not in text
+        assert "## Errors" not in text  # the same error line, already held
+        assert "- bash `cat src/b.py` → ok, 1 line" in text  # every step is still listed
+
+    def test_a_file_read_before_and_changed_now_is_listed_as_changed(self) -> None:
+        earlier = summarize(self.calls("cat src/a.py"), None)
+        text = summarize(self.calls("sed -i 's/x/y/' src/a.py"), None, known=earlier)
+        assert "- changed: src/a.py" in text
+
+    def test_a_step_that_only_read_or_edited_a_listed_file_is_left_to_the_files(self) -> None:
+        made = [
+            chunks.tool_call("read_file", {"path": "src/a.py"}, call_id="r"),
+            chunks.tool_result("read_file", "x = 1", call_id="r"),
+            chunks.tool_call("read_file", {"path": "src/gone.py"}, call_id="g"),
+            chunks.tool_error("read_file", "No such file: src/gone.py", call_id="g"),
+            chunks.tool_call("run_tests", {"selector": "tests/test_a.py"}, call_id="t"),
+            chunks.tool_result("run_tests", "1 passed", call_id="t"),
+        ]
+        text = summarize(made, None, known="")
+        assert "- read_file path=src/a.py" not in text  # its path is the fact
+        assert "- read: src/a.py" in text
+        assert "- read_file path=src/gone.py → failed" in text  # a failure stays a step
+        assert "- run_tests selector=tests/test_a.py → ok" in text  # no path: a step
+        assert "- read_file path=src/a.py" in summarize(made, None)  # alone: every step
+
+    def test_a_later_user_turn_is_a_request_when_the_task_is_known(self) -> None:
+        text = summarize([chunks.user("Also add a test.")], None, known="Fix the bug.")
+        assert text == "## Requests\n- Also add a test."
+
+    def test_the_recall_hint_is_not_repeated_after_an_earlier_summary_ending_with_it(
+        self,
+    ) -> None:
+        hinted = ExtractiveSummarizer(recall_hint=True)
+        earlier = hinted(self.calls("ls"), None)
+        assert RECALL_HINT in earlier
+        assert RECALL_HINT not in hinted(self.calls("pwd"), None, known=earlier)
+
+    def test_max_chars_given_for_one_summary_replaces_the_cap(self) -> None:
+        made = self.calls(*(f"pytest tests/test_{n}.py -k case_{n}" for n in range(200)))
+        small = ExtractiveSummarizer(max_chars=1000)
+        assert len(small(made, None)) <= 1000
+        text = small(made, None, max_chars=20_000)
+        assert 1000 < len(text) <= 20_000
+        assert all(f"pytest tests/test_{n}.py -k case_{n}" in text for n in range(200))

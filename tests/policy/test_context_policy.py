@@ -193,6 +193,64 @@ class TestAnchoredSummaries:
 
 
 class TestWhatTheSummaryKeeps:
+    def test_a_fold_keeps_every_command_when_the_room_allows_dropping_prose_first(
+        self,
+    ) -> None:
+        """The summaries are folded into one as large as the room before the trigger
+        allows, not into one of the size each summary had: their remarks go, the commands
+        stay."""
+        p = policy(
+            max_tokens=8000,
+            clear_tool_uses=ClearToolUses(keep_recent=1),
+            compaction=CompactionPolicy(trigger=0.8, keep_recent=0.02),
+        )
+        state = run_of(0)
+        folded = None
+        for n in range(120):
+            state = state.extend(
+                [
+                    chunks.assistant(
+                        f"Step {n}: " + "I will look at the next module and think. " * 8
+                    ),
+                    chunks.tool_call(
+                        "bash", {"command": f"pytest tests/test_m{n}.py -k c{n}"}, call_id=f"c{n}"
+                    ),
+                    chunks.tool_result(
+                        "bash", "<returncode>0</returncode>\n" + f"out{n} " * 150, call_id=f"c{n}"
+                    ),
+                ]
+            )
+            step = p.step(state)
+            state = step.state
+            if any("folded" in r.reason for r in step.reports):
+                folded = (n, step)
+                break
+        assert folded is not None
+        n, step = folded
+        (summary,) = [c for c in step.state if is_compaction_summary(c)]
+        assert len(summary.text) > p.summarizer.max_chars  # type: ignore[union-attr]
+        kept = json.dumps([c.content for c in step.state if c.action == "tool_call"])
+        for k in range(n + 1):
+            command = f"pytest tests/test_m{k}.py -k c{k}"
+            assert f"{command}` → exit 0" in summary.text or command in kept
+
+    def test_a_stacked_summary_does_not_repeat_the_files_an_earlier_one_lists(self) -> None:
+        p = policy(clear_tool_uses=None)
+        state = run_of(0)
+        for n in range(20):
+            state = state.extend(tool_step(n, 100))
+            state = state.extend(
+                [
+                    chunks.tool_call("bash", {"command": "cat src/util.py"}, call_id=f"r{n}"),
+                    chunks.tool_result("bash", "x = 1\n" * 50, call_id=f"r{n}"),
+                ]
+            )
+            state = p.step(state).state
+        summaries = [c for c in state if is_compaction_summary(c)]
+        assert len(summaries) >= 2
+        files = [line for c in summaries for line in c.text.splitlines() if "- read:" in line]
+        assert sum("src/util.py" in line for line in files) == 1
+
     def test_the_commands_run_stay_in_the_request_with_their_exit_status(self) -> None:
         p = policy(max_tokens=8000, clear_tool_uses=ClearToolUses(keep_recent=1))
         state = run_of(0)

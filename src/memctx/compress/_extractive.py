@@ -117,6 +117,30 @@ def _parse(text: str) -> _Sections | None:
     )
 
 
+def _without_known(s: _Sections, known: str) -> _Sections:
+    """``s`` without the files, error lines, requests and sub-agent lines ``known`` (the
+    earlier summaries' text) already holds: a path it names anywhere is not listed as
+    read again, nor as changed again when it is listed as changed there."""
+    old = _parse(known)
+    lines = {line.strip() for line in known.splitlines()}
+    changed = set(old.changed) if old is not None else set()
+
+    def named(path: str) -> bool:
+        return re.search(rf"(?<![\w./-]){re.escape(path)}(?![\w/-])", known) is not None
+
+    def fresh(items: list[str]) -> list[str]:
+        return [line for line in items if line.strip() not in lines]
+
+    return attrs.evolve(
+        s,
+        requests=fresh(s.requests),
+        errors=fresh(s.errors),
+        subagents=fresh(s.subagents),
+        read=[p for p in s.read if not named(p)],
+        changed=[p for p in s.changed if p not in changed and (old is not None or not named(p))],
+    )
+
+
 def _latest(lines: list[str]) -> list[str]:
     """``lines`` with each repeated line kept only where it occurs last."""
     return list(reversed(dict.fromkeys(reversed(lines))))
@@ -168,8 +192,30 @@ class ExtractiveSummarizer:
                     f"ExtractiveSummarizer.{field.name} must be an int >= {minimum}, got {value!r}"
                 )
 
-    def __call__(self, chunks: Sequence[Chunk], previous: str | None) -> str:
-        new = self._extract(chunks)
+    def __call__(
+        self,
+        chunks: Sequence[Chunk],
+        previous: str | None,
+        *,
+        known: str | None = None,
+        max_chars: int | None = None,
+    ) -> str:
+        """The summary of ``chunks`` folded into ``previous`` (see the class docstring).
+
+        ``known``: the text of earlier summaries that stay in front of this one (a
+        summary stacked after them): a file, error line, request or sub-agent line they
+        already hold is not repeated, and a step that ran no command and succeeded is
+        not listed when the files list its path (the path is the fact; the step adds
+        nothing the agent needs). ``max_chars``: the size cap for this summary, instead
+        of :attr:`max_chars`.
+        """
+        new = self._extract(chunks, stacked=known is not None)
+        if known is not None:
+            # The task stays in front: a user turn here is a later request, not the goal.
+            asked = " ".join(new.goal)
+            requests = [f"- {one_line(asked, self.line_chars * 2)}"] if asked else []
+            new = attrs.evolve(new, goal=[], requests=[*requests, *new.requests])
+            new = _without_known(new, known)
         if previous is None:
             merged = new
         else:
@@ -177,8 +223,10 @@ class ExtractiveSummarizer:
             if old is None:
                 old = _Sections(earlier=[f"> {line}" for line in previous.splitlines()])
             merged = self._merge(old, new)
-        hint = f"\n\n{RECALL_HINT}" if self.recall_hint else ""
-        limit = self.max_chars - len(hint)
+        told = self.recall_hint and known is not None and RECALL_HINT in known
+        hint = f"\n\n{RECALL_HINT}" if self.recall_hint and not told else ""
+        cap = self.max_chars if max_chars is None else max(200, max_chars)
+        limit = cap - len(hint)
         # Shrink what the agent needs least first: decisions and quoted older summaries,
         # then the goal's quote; then the output sizes of the steps done, then the oldest
         # steps one by one (as many as fit), and below 25 of them, the errors, files,
@@ -208,7 +256,7 @@ class ExtractiveSummarizer:
                 over = middle
         return None if fits < 0 else fits
 
-    def _extract(self, chunks: Sequence[Chunk]) -> _Sections:
+    def _extract(self, chunks: Sequence[Chunk], *, stacked: bool = False) -> _Sections:
         s = _Sections()
         results: dict[str, list[Chunk]] = {}
         agents: dict[str, list[Chunk]] = {}
@@ -239,10 +287,12 @@ class ExtractiveSummarizer:
                 name = meta.tool or meta.skill or "?"
                 args = key_arguments(chunk.content, width)
                 outcome, error = call_outcome(results.get(meta.call_id or "", []))
-                s.done.append(f"- {name} {args} → {outcome}".replace("  ", " "))
+                read, changed = files_of_call(chunk)
+                plain = not args.startswith("`") and error is None and bool(read or changed)
+                if not (stacked and plain):  # stacked: the files list its path
+                    s.done.append(f"- {name} {args} → {outcome}".replace("  ", " "))
                 if error is not None:
                     s.errors.append(f"- {name} {key_arguments(chunk.content, 60)}: {error}")
-                read, changed = files_of_call(chunk)
                 s.read = _union(s.read, read)
                 s.changed = _union(s.changed, changed)
             elif chunk.type is ChunkType.ENVIRONMENT and not meta.call_id:

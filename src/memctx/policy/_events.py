@@ -39,6 +39,12 @@ _NEW_SUMMARY_TOKENS: Final = 400
 """What a compaction's new summary is guessed to add, before it is made."""
 GAP: Final = 0.25
 """After a forced event the request is brought this fraction of the budget below it."""
+_FOLD_RESERVE: Final = 0.3
+"""A fold leaves this share of the budget free below the compaction trigger (beside the
+system prompt and the task) for the turns after it and the summaries stacked later."""
+_FOLD_SHARE: Final = 0.75
+"""A fold's summary may take this share of the summaries' cap: stacking can go on after it
+before the next fold."""
 
 Counted = tuple[MemoryState, int, list[int]]
 """A state, its total tokens (with the request's overhead) and its per-chunk counts."""
@@ -46,10 +52,14 @@ Counted = tuple[MemoryState, int, list[int]]
 
 @attrs.frozen
 class Summarize:
-    """A request from the step to its driver: summarise these chunks."""
+    """A request from the step to its driver: summarise these chunks (``known``: the
+    earlier summaries the new one is stacked after; ``max_chars``: its size allowance;
+    both for summarizers that take them, see :func:`summarizer_options`)."""
 
     chunks: tuple[Chunk, ...]
     previous: str | None
+    known: str | None = None
+    max_chars: int | None = None
 
 
 def task_position(chunks: Sequence[Chunk]) -> int | None:
@@ -148,9 +158,10 @@ def compact(
     chunks = state.chunks
     summaries = [i for i, chunk in enumerate(chunks) if is_compaction_summary(chunk)]
     # Anchored: a new summary is appended after the earlier ones, which stay as they are
-    # (and in the cache), until together they outgrow their share of the budget, or
-    # the request cannot get far enough under it without folding them; then they are
-    # folded into one.
+    # (and in the cache), until together they outgrow their share of the budget, or the
+    # request cannot get far enough under it without folding them; then they are folded
+    # into one, as large as the room the fold leaves allows (so that it keeps every fact
+    # it can: the summarizer drops prose first).
     merge = bool(summaries) and sum(counts[i] for i in summaries) > policy.summary_cap
     while True:
         outcome = yield from _compact_once(
@@ -162,6 +173,33 @@ def compact(
                 reports.append(report)
             return counted
         merge = True  # the summaries kept as they are leave the request over the budget
+
+
+def _fixed_front(chunks: Sequence[Chunk], counts: Sequence[int], task: int | None) -> int:
+    """The tokens of what every request holds whatever is compacted: the system prompt,
+    the task and pinned chunks."""
+    return sum(
+        count
+        for i, (chunk, count) in enumerate(zip(chunks, counts, strict=True))
+        if i == task or chunk.type is ChunkType.SYSTEM or chunk.pinned
+    )
+
+
+def _fold_chars(
+    policy: ContextPolicy,
+    chunks: Sequence[Chunk],
+    counts: Sequence[int],
+    summaries: Sequence[int],
+    room: int,
+) -> int | None:
+    """The size allowance in characters of a fold that may take ``room`` tokens, at most
+    :data:`_FOLD_SHARE` of the summaries' cap (counted in the characters a token of the
+    summaries so far; ``None``: no room, the summarizer's own cap)."""
+    held = sum(counts[i] for i in summaries)
+    if room <= 0 or not held:
+        return None
+    per_token = sum(len(chunks[i].text) for i in summaries) / held
+    return int(min(room, _FOLD_SHARE * policy.summary_cap) * per_token)
 
 
 def _compact_once(
@@ -185,16 +223,19 @@ def _compact_once(
     summaries = [i for i, chunk in enumerate(chunks) if is_compaction_summary(chunk)]
     unchanged = (state, total, counts)
     while True:
-        keep = ([] if task is None else [task]) + ([] if merge else summaries)
+        keep_summaries = [] if merge else summaries
+        keep = ([] if task is None else [task]) + keep_summaries
         plan = plan_compaction(chunks, keep_tokens, counts, keep=keep)
         given = _summary_input(chunks, plan)
         covered = sum(counts[i] for i in plan.covered)
         previous_tokens = sum(counts[i] for i in plan.covered if is_compaction_summary(chunks[i]))
         estimate = min(previous_tokens + _NEW_SUMMARY_TOKENS, covered)
         after = plan.must_keep_tokens + estimate + overhead
-        if merge or not summaries or not must or after + _NEW_SUMMARY_TOKENS <= limit:
+        if merge or not summaries:
             break
-        merge = True
+        if not must or after + _NEW_SUMMARY_TOKENS <= limit:
+            break
+        merge = True  # kept as they are, the summaries would leave too little room
     if given is None:
         return unchanged, None
     saved = total - after
@@ -208,7 +249,18 @@ def _compact_once(
             "again to the cache: not worth it yet"
         )
         return unchanged, PolicyReport("skipped", reason, total, total)
-    text = yield Summarize(tuple(given[0]), given[1])
+    # What stays in front of the new summary (the task, the earlier summaries kept as
+    # they are) is known: the summary does not repeat it.
+    known = "\n\n".join(chunks[i].text for i in ([] if task is None else [task]) + keep_summaries)
+    if merge:
+        room = min(trigger, limit) - _fixed_front(chunks, counts, task) - overhead
+        allowance = _fold_chars(
+            policy, chunks, counts, summaries, room - int(_FOLD_RESERVE * policy.budget)
+        )
+        ask = Summarize(tuple(given[0]), given[1], known=known, max_chars=allowance)
+    else:
+        ask = Summarize(tuple(given[0]), given[1], known=known)
+    text = yield ask
     assert text is not None
     new, report = place_summary(state, plan, text, policy.tokenizer, policy.builder, now)
     new_counts = chunk_tokens(counts_of(policy.builder), new, policy.tokenizer)

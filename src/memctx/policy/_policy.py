@@ -78,6 +78,22 @@ def _has_recall_hint(summarizer: object) -> bool:
     return isinstance(summarizer, ExtractiveSummarizer | LLMSummarizer)
 
 
+def summarizer_options(policy: ContextPolicy, ask: Summarize) -> dict[str, Any]:
+    """What the policy's summarizer takes beyond ``(chunks, previous)``: an
+    :class:`~memctx.compaction.ExtractiveSummarizer` takes the earlier summaries a new one
+    is stacked after (it repeats no fact of them) and a fold's size allowance."""
+    from memctx.compress._extractive import ExtractiveSummarizer
+
+    if not isinstance(policy.summarizer, ExtractiveSummarizer):
+        return {}
+    options: dict[str, Any] = {}
+    if ask.known is not None:
+        options["known"] = ask.known
+    if ask.max_chars is not None:
+        options["max_chars"] = max(ask.max_chars, policy.summarizer.max_chars)
+    return options
+
+
 def _is_async(summarizer: object) -> bool:
     method = getattr(type(summarizer), "__call__", None)  # noqa: B004 - the method, not callability
     return inspect.iscoroutinefunction(summarizer) or inspect.iscoroutinefunction(method)
@@ -344,7 +360,7 @@ class ContextPolicy:
     def _summarize(self, ask: Summarize) -> str:
         assert self.summarizer is not None
         try:
-            text = self.summarizer(list(ask.chunks), ask.previous)
+            text = self.summarizer(list(ask.chunks), ask.previous, **summarizer_options(self, ask))
         except MemctxError as exc:
             raise PolicyError("summarizer", f"failed: {exc}") from exc
         except Exception as exc:
@@ -355,7 +371,9 @@ class ContextPolicy:
         summarizer: Any = self.summarizer
         try:
             call = getattr(summarizer, "asummarize", summarizer)
-            made: Awaitable[str] = call(list(ask.chunks), ask.previous)
+            made: Awaitable[str] = call(
+                list(ask.chunks), ask.previous, **summarizer_options(self, ask)
+            )
             text = await made
         except MemctxError as exc:
             raise PolicyError("summarizer", f"failed: {exc}") from exc
