@@ -11,13 +11,14 @@ waiting for the disk (:func:`~memctx.store._engine.build_record_engine`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, Final, TypeVar
 
 from memctx._build.builder import ContextBuilder
 from memctx._build.options import BuildOptions
 from memctx.store._build import Built, drive, paged_built
+from memctx.store._own_appends import OwnAppend
 from memctx.store._paged import PagedBuilt, paged_build
 from memctx.store._paged_rows import Lister
 from memctx.store._paged_thread import PagedThread
@@ -37,14 +38,24 @@ def paged_in_one(
     options: BuildOptions,
     keys: tuple[str | None, str],
     lister: Lister | None,
-) -> tuple[PagedThread, PagedBuilt]:
+    own: Sequence[OwnAppend] = (),
+) -> tuple[PagedThread, PagedBuilt | None]:
     """A paged build: its reads, the build, then the new counts and the ``context.built``
-    event, in the caller's session (see the module docstring)."""
-    steps = paged_build(kept, thread_id, builder, options, keys, lister)
+    event, in the caller's session (see the module docstring).
+
+    With ``own`` (this store's appends, taken without a read) the record is written only
+    if the thread is still in the state built; else nothing is, and the build is None.
+    """
+    steps = paged_build(kept, thread_id, builder, options, keys, lister, own)
     kept, built = drive(steps, partial(_in_session, session))
     record = paged_built(builder, options, kept, built)
-    _record(session, thread_id, record)
-    return kept, built
+    if _record(session, thread_id, record, built.expect):
+        return kept, built
+    with kept.lock:  # the counts it took as stored were not
+        kept.stored.difference_update(
+            p for p in map(kept.position_at, built.counted) if p is not None
+        )
+    return kept, None
 
 
 _COUNTS: Final = Plain(
@@ -67,10 +78,30 @@ _RECORD_PG: Final = Plain(
     " SELECT :thread_id, :kind, :payload, :created_at FROM relaxed"
 )
 
+# The same, written only if the thread is still in the state built (see _record).
+_RECORD_PG_IF: Final = Plain(
+    "WITH current AS (SELECT 1 FROM memctx_threads WHERE id = :thread_id"
+    " AND created_at = :created AND batch = :batch AND last_seq = :last),"
+    " relaxed AS (SELECT set_config('synchronous_commit', 'off', true) FROM current),"
+    " counted AS (INSERT INTO memctx_token_counts (thread_id, seq, tokenizer, renderer,"
+    " tokens) SELECT :thread_id, s, :tokenizer, :renderer, t"
+    " FROM unnest(CAST(:seqs AS integer[]), CAST(:tokens AS integer[])) AS u (s, t)"
+    " WHERE EXISTS (SELECT 1 FROM current) ON CONFLICT DO NOTHING)"
+    " INSERT INTO memctx_events (thread_id, kind, payload, created_at)"
+    " SELECT :thread_id, :kind, :payload, :created_at FROM relaxed"
+)
+_VERSION_NOW: Final = Plain(
+    "SELECT created_at, batch, last_seq FROM memctx_threads WHERE id = :thread_id"
+)
 
-def _record(session: Where, thread_id: str, built: Built) -> None:
+
+def _record(
+    session: Where, thread_id: str, built: Built, expect: tuple[object, int, int] | None
+) -> bool:
     """:func:`~memctx.store._build.record_build` in plain statements (the caller's
-    transaction holds the thread: SQLite's write lock; on PostgreSQL one statement)."""
+    transaction holds the thread: SQLite's write lock; on PostgreSQL one statement);
+    with ``expect``, only if the thread's ``(created_at, batch, last_seq)`` are those.
+    Whether it was written."""
     kind, payload = check_payload(CONTEXT_BUILT, built.payload)
     counted = sorted(built.counted.items()) if built.tokenizer is not None else []
     dialect = connection_of(session).dialect
@@ -81,21 +112,30 @@ def _record(session: Where, thread_id: str, built: Built) -> None:
         "created_at": _TIMESTAMP.process_bind_param(now(), dialect),
     }
     if dialect.name == "postgresql":
-        _RECORD_PG.run(
-            session,
-            {
-                **event,
-                "tokenizer": built.tokenizer or "",
-                "renderer": built.renderer,
-                "seqs": [s for s, _ in counted],
-                "tokens": [t for _, t in counted],
-            },
-        )
-        return
+        params = {
+            **event,
+            "tokenizer": built.tokenizer or "",
+            "renderer": built.renderer,
+            "seqs": [s for s, _ in counted],
+            "tokens": [t for _, t in counted],
+        }
+        if expect is None:
+            _RECORD_PG.run(session, params)
+            return True
+        version = dict(zip(("created", "batch", "last"), expect, strict=True))
+        cursor = _RECORD_PG_IF.execute(session, {**params, **version})
+        written: bool = cursor.rowcount == 1
+        cursor.close()
+        return written
+    if expect is not None:
+        found = _VERSION_NOW.tuples(session, {"thread_id": thread_id})
+        if not found or tuple(found[0]) != expect:
+            return False
     if counted:
         common = {"thread_id": thread_id, "tokenizer": built.tokenizer, "renderer": built.renderer}
         _COUNTS.run(session, [{**common, "seq": s, "tokens": t} for s, t in counted])
     _EVENT.run(session, event)
+    return True
 
 
 _TIMESTAMP: Final = UTCDateTime()
