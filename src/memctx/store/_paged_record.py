@@ -5,8 +5,14 @@ the build's reads) holds the reads, the build, and the new counts with the
 ``context.built`` event. On PostgreSQL, no transaction: each read is one statement
 bounded by what cannot change (the batch read first, whose rows are never rewritten,
 and the thread's last sequence number then), and the counts and the event are written
-by one statement; a rebuild after an append is two round trips. Both commit without
-waiting for the disk (:func:`~memctx.store._engine.build_record_engine`).
+by one statement; a rebuild after another process's append is two round trips. Both
+commit without waiting for the disk (:func:`~memctx.store._engine.build_record_engine`).
+
+A rebuild after this store's own appends (:mod:`._own_appends`) reads nothing: it
+takes the rows as the appends wrote them, and its record is written only if the
+thread's ``(created_at, batch, last_seq)`` are still those it built (on PostgreSQL
+in the record's one statement: one round trip); else nothing is written, and the
+store builds again from a read.
 """
 
 from __future__ import annotations
@@ -15,15 +21,17 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, Final, TypeVar
 
+from sqlmodel import Session
+
 from memctx._build.builder import ContextBuilder
 from memctx._build.options import BuildOptions
-from memctx.store._build import Built, drive, paged_built
-from memctx.store._own_appends import OwnAppend
+from memctx.store._build import Built, drive, paged_built, record_build
+from memctx.store._own_appends import OwnAppend, instant
 from memctx.store._paged import PagedBuilt, paged_build
 from memctx.store._paged_rows import Lister
 from memctx.store._paged_thread import PagedThread
 from memctx.store._plain import Plain, Where, connection_of
-from memctx.store._queries import check_payload
+from memctx.store._queries import check_payload, get_thread
 from memctx.store._records import CONTEXT_BUILT
 from memctx.store._schema import UTCDateTime, now
 
@@ -51,10 +59,7 @@ def paged_in_one(
     record = paged_built(builder, options, kept, built)
     if _record(session, thread_id, record, built.expect):
         return kept, built
-    with kept.lock:  # the counts it took as stored were not
-        kept.stored.difference_update(
-            p for p in map(kept.position_at, built.counted) if p is not None
-        )
+    unstored(kept, built)
     return kept, None
 
 
@@ -143,3 +148,30 @@ _TIMESTAMP: Final = UTCDateTime()
 
 def _in_session(session: Where, function: Callable[..., T], *arguments: Any) -> T:
     return function(session, *arguments)
+
+
+def record_build_if(
+    session: Session, thread_id: str, built: Built, expect: tuple[object, int, int] | None
+) -> bool:
+    """:func:`record_build`, only if the locked thread's ``(created_at, batch, last_seq)``
+    are ``expect`` (a paged build of this store's own appends, :mod:`._own_appends`);
+    whether it was written."""
+    if expect is not None:
+        thread = get_thread(session, thread_id, lock=True)
+        created_at, batch, last = expect
+        if (instant(thread.created_at), thread.batch, thread.last_seq) != (
+            instant(created_at),
+            batch,
+            last,
+        ):
+            return False
+    record_build(session, thread_id, built, lock=expect is None)
+    return True
+
+
+def unstored(kept: PagedThread, built: PagedBuilt) -> None:
+    """Forget that the counts of a build whose record was not written are stored."""
+    with kept.lock:
+        kept.stored.difference_update(
+            p for p in map(kept.position_at, built.counted) if p is not None
+        )
