@@ -429,7 +429,7 @@ class AsyncMemoryStore:
         except StopIteration as stop:
             kept, paged = stop.value
         assert kept is not None
-        built = _build.paged_built(builder, parsed, kept, paged)
+        built = _build.paged_built(builder, parsed, kept, paged, keys)
         if await self._run(True, record_build_if, thread_id, built, paged.expect):
             return kept, paged
         unstored(kept, paged)

@@ -19,6 +19,7 @@ parses them.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import threading
 import weakref
@@ -192,7 +193,12 @@ def tokenizer_key(tokenizer: object) -> str | None:
 
 def renderer_key(builder: ContextBuilder) -> str:
     """A short, stable name for the builder's renderer chain."""
-    return hashlib.sha256(counts_of(builder).renderer_fingerprint.encode("utf-8")).hexdigest()[:32]
+    return _fingerprint_key(counts_of(builder).renderer_fingerprint)
+
+
+@functools.lru_cache(maxsize=64)
+def _fingerprint_key(fingerprint: str) -> str:
+    return hashlib.sha256(fingerprint.encode("utf-8")).hexdigest()[:32]
 
 
 def cache_keys(builder: ContextBuilder, options: BuildOptions) -> tuple[str | None, str]:
@@ -327,10 +333,14 @@ def build_payload(
 
 
 def paged_built(
-    builder: ContextBuilder, options: BuildOptions, kept: PagedThread, built: PagedBuilt
+    builder: ContextBuilder,
+    options: BuildOptions,
+    kept: PagedThread,
+    built: PagedBuilt,
+    keys: tuple[str | None, str] | None = None,
 ) -> Built:
-    """What a paged build (:mod:`._paged`) writes back."""
-    key = tokenizer_key(options.tokenizer or builder.tokenizer)
+    """What a paged build (:mod:`._paged`) writes back; ``keys``: :func:`cache_keys`."""
+    key, renderer = keys or cache_keys(builder, options)
     payload = build_payload(
         kept.batch,
         options,
@@ -340,7 +350,7 @@ def paged_built(
         counted=len(built.counted),
         read=built.read,
     )
-    return Built(key, renderer_key(builder), built.counted, payload, None)
+    return Built(key, renderer, built.counted, payload, None)
 
 
 def drive(steps: Generator[Read, Any, T], run: Callable[..., Any]) -> T:

@@ -31,9 +31,9 @@ from memctx.store._paged import PagedBuilt, paged_build
 from memctx.store._paged_rows import Lister
 from memctx.store._paged_thread import PagedThread
 from memctx.store._plain import Plain, Where, connection_of
-from memctx.store._queries import check_payload, get_thread
+from memctx.store._queries import get_thread
 from memctx.store._records import CONTEXT_BUILT
-from memctx.store._schema import UTCDateTime, now
+from memctx.store._schema import UTCDateTime, dump_json, now
 
 T = TypeVar("T")
 
@@ -56,7 +56,7 @@ def paged_in_one(
     """
     steps = paged_build(kept, thread_id, builder, options, keys, lister, own)
     kept, built = drive(steps, partial(_in_session, session))
-    record = paged_built(builder, options, kept, built)
+    record = paged_built(builder, options, kept, built, keys)
     if _record(session, thread_id, record, built.expect):
         return kept, built
     unstored(kept, built)
@@ -107,13 +107,12 @@ def _record(
     transaction holds the thread: SQLite's write lock; on PostgreSQL one statement);
     with ``expect``, only if the thread's ``(created_at, batch, last_seq)`` are those.
     Whether it was written."""
-    kind, payload = check_payload(CONTEXT_BUILT, built.payload)
     counted = sorted(built.counted.items()) if built.tokenizer is not None else []
     dialect = connection_of(session).dialect
     event = {
         "thread_id": thread_id,
-        "kind": kind,
-        "payload": payload,
+        "kind": CONTEXT_BUILT,
+        "payload": dump_json(built.payload),  # numbers, names and None (build_payload)
         "created_at": _TIMESTAMP.process_bind_param(now(), dialect),
     }
     if dialect.name == "postgresql":

@@ -85,6 +85,7 @@ class MemoryStore:
         self._write = write_engine(self._engine)
         self._read = read_engine(self._engine)
         self._build_write = build_record_engine(self._engine)
+        self._autocommit_builds = self._engine.dialect.name == "postgresql"
         self._in_memory = self._engine.dialect.name == "sqlite" and in_memory(self._url)
         self._closed = False
         self._builder: ContextBuilder | None = None
@@ -188,8 +189,11 @@ class MemoryStore:
         build: no ORM state to set up and tear down)."""
 
         def attempt() -> R:
-            with engine.connect() as connection, connection.begin():
-                return operation(connection, *args, **kwargs)
+            with engine.connect() as connection:
+                if self._autocommit_builds:  # PostgreSQL: no BEGIN, nothing to commit
+                    return operation(connection, *args, **kwargs)
+                with connection.begin():
+                    return operation(connection, *args, **kwargs)
 
         try:
             return retry_busy(attempt)
