@@ -23,7 +23,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import event
 
-from memctx import ContextBuildResult, MemctxError, MemoryState, TiktokenTokenizer, chunks
+from memctx import (
+    BudgetExceededError,
+    ContextBuildResult,
+    MemctxError,
+    MemoryState,
+    TiktokenTokenizer,
+    chunks,
+    create_builder,
+)
 from memctx.store import CONTEXT_BUILT, MemoryStore, _paged, _paged_reads
 from memctx.store._row_reads import ROWS_READ
 from strategies import agent_runs, examples
@@ -197,6 +205,24 @@ class TestAnotherWriter:
 
         assert len(result.included_chunk_ids) + len(result.excluded_chunk_ids) == 5
         same_build(result, fresh_build(open_store, "t", max_tokens=300, tokenizer=GPT4O))
+
+    def test_a_build_that_fails_for_the_state_the_thread_has_left_is_built_again(
+        self, open_store: Any, store: MemoryStore
+    ) -> None:
+        """The pinned chunks of the state before the other store's truncation do not fit
+        the budget; those of the state after do."""
+        pinned = [chunks.user("remember " * 20, id=f"p{n}", pinned=True) for n in range(4)]
+        store.create_thread("t")
+        store.append("t", *pinned[:2])
+        store.build("t", max_tokens=100, tokenizer=GPT4O)
+        store.append("t", *pinned[2:])
+        open_store().truncate("t", keep_last=2)
+
+        result = store.build("t", max_tokens=100, tokenizer=GPT4O)
+
+        assert result.included_chunk_ids == ("p2", "p3")
+        with pytest.raises(BudgetExceededError):  # the state the rebuild took first
+            create_builder(GPT4O).build(MemoryState(pinned), 100)
 
     @pytest.mark.parametrize("api", ["sync"], indirect=True)
     def test_an_append_while_the_rebuild_runs_makes_it_write_nothing_and_build_again(

@@ -460,8 +460,14 @@ class AsyncMemoryStore:
             kept = self._built_states.get_paged(thread_id)
             own = self._built_states.own_appends(thread_id) if kept is not None else []
             # Rows this store appended are taken without a read; the build is recorded
-            # only if the thread is still as built, else it is built from a read.
-            found, paged = await self._paged(thread_id, kept, builder, parsed, keys, own)
+            # only if the thread is still as built, else it is built from a read (and
+            # so is one that failed: it may have failed for a state the thread left).
+            paged: PagedBuilt | None = None
+            if own:
+                try:
+                    found, paged = await self._paged(thread_id, kept, builder, parsed, keys, own)
+                except Exception:  # a real error comes again below
+                    paged = None
             if paged is None:
                 found, paged = await self._paged(thread_id, kept, builder, parsed, keys, [])
             assert paged is not None

@@ -611,13 +611,17 @@ class MemoryStore:
             own = self._built_states.own_appends(thread_id) if kept is not None else []
             listed = None if self._in_memory else lister
             # Rows this store appended are taken without a read; the build is recorded
-            # only if the thread is still as built, else it is built from a read.
+            # only if the thread is still as built, else it is built from a read (and
+            # so is one that failed: it may have failed for a state the thread left).
             paged: PagedBuilt | None = None
             if own:
-                found, paged = self._run_plain(
-                    self._build_write, paged_in_one, thread_id, kept, builder, parsed, keys,
-                    listed, own,
-                )  # fmt: skip
+                try:
+                    found, paged = self._run_plain(
+                        self._build_write, paged_in_one, thread_id, kept, builder, parsed,
+                        keys, listed, own,
+                    )  # fmt: skip
+                except Exception:  # the build of a state the thread may have left (its
+                    paged = None  # batch changed meanwhile...): a real error comes again
             if paged is None:
                 found, paged = self._run_plain(
                     self._build_write, paged_in_one, thread_id, kept, builder, parsed, keys,
