@@ -218,7 +218,18 @@ class TestPagedBuildsReadWhatTheBudgetReaches:
         assert {"sys", "kept", "bg"} <= set(result.included_chunk_ids)
         assert len(result.excluded_chunk_ids) == 1_203 - len(result.included_chunk_ids)
 
-    def test_a_rebuild_after_an_append_reads_only_the_appended_rows(
+    def test_a_rebuild_after_another_stores_append_reads_only_the_appended_rows(
+        self, open_store: Any, store: MemoryStore, long_thread: str
+    ) -> None:
+        tokenizer = create_tokenizer("gpt-4o")
+        store.build(long_thread, max_tokens=1_000, tokenizer=tokenizer)
+        open_store().append(long_thread, chunks.assistant("next", id="next"))
+
+        read = self.rows_read(store, long_thread, max_tokens=1_000, tokenizer=tokenizer)
+
+        assert read == 1
+
+    def test_a_rebuild_after_its_own_append_reads_no_row(
         self, store: MemoryStore, long_thread: str
     ) -> None:
         tokenizer = create_tokenizer("gpt-4o")
@@ -227,7 +238,8 @@ class TestPagedBuildsReadWhatTheBudgetReaches:
 
         read = self.rows_read(store, long_thread, max_tokens=1_000, tokenizer=tokenizer)
 
-        assert read == 1
+        assert read == 0
+        assert store.events(long_thread, CONTEXT_BUILT)[-1].payload["chunks_read"] == 1
 
     @pytest.mark.parametrize("want", [_paged.STABLE_WANT, 0.1])
     def test_a_stable_build_reads_about_what_a_recent_one_reads_and_builds_the_same(
@@ -255,7 +267,7 @@ class TestPagedBuildsReadWhatTheBudgetReaches:
             if n == 0:  # read cold, as the recent build was
                 assert recent <= stable <= 2 * recent
             else:
-                assert stable == 1  # the chunk appended
+                assert stable == 0  # the chunk appended: taken as this store wrote it
 
     def test_a_build_without_a_budget_reads_every_row(
         self, store: MemoryStore, long_thread: str

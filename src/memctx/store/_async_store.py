@@ -23,7 +23,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from memctx._build.builder import ContextBuilder, create_builder
 from memctx._build.compress_report import CompressionReport
-from memctx._build.options import BuildKwargs, parse_build_options
+from memctx._build.options import BuildKwargs, BuildOptions, parse_build_options
 from memctx._chunk import Chunk, ChunkType
 from memctx._exceptions import StoreArgumentError, StoreError, ThreadExistsError
 from memctx._progress import Progress
@@ -50,6 +50,10 @@ from memctx.store._engine import (
     retry_busy_async,
     write_engine,
 )
+from memctx.store._own_appends import OwnAppend
+from memctx.store._paged import PagedBuilt
+from memctx.store._paged_record import record_build_if, unstored
+from memctx.store._paged_thread import PagedThread
 from memctx.store._records import Batch, StoredChunk, StoreEvent, ThreadInfo
 from memctx.store._search import DEFAULT_LIMIT, SearchHit
 from memctx.store._thread_ops import MakeChunks
@@ -213,13 +217,21 @@ class AsyncMemoryStore:
         """See :meth:`MemoryStore.append` (``on_progress`` is called on the event loop's
         thread, between database calls)."""
         progress = Progress(on_progress, error=StoreArgumentError)
-        return await self._run(
-            True, _thread_ops.append, thread_id, chunks, thread_metadata, progress
+        noted = self._built_states.noting(thread_id)
+        added = await self._run(
+            True, _thread_ops.append, thread_id, chunks, thread_metadata, progress, noted
         )
+        if noted is not None:
+            self._built_states.note(thread_id, noted)
+        return added
 
     async def append_with(self, thread_id: str, make: MakeChunks) -> int:
         """See :meth:`MemoryStore.append_with` (``make`` is a plain function)."""
-        return await self._run(True, _thread_ops.append_with, thread_id, make)
+        noted = self._built_states.noting(thread_id)
+        added = await self._run(True, _thread_ops.append_with, thread_id, make, noted)
+        if noted is not None:
+            self._built_states.note(thread_id, noted)
+        return added
 
     async def get_current_state(self, thread_id: str) -> MemoryState:
         """See :meth:`MemoryStore.get_current_state`."""
@@ -397,6 +409,32 @@ class AsyncMemoryStore:
         """
         return await step_thread_async(self, thread_id, policy, options)
 
+    async def _paged(
+        self,
+        thread_id: str,
+        kept: PagedThread | None,
+        builder: ContextBuilder,
+        parsed: BuildOptions,
+        keys: tuple[str | None, str],
+        own: list[OwnAppend],
+    ) -> tuple[PagedThread, PagedBuilt | None]:
+        """A paged build and its record (None: ``own`` was used, and the thread has changed
+        since: nothing was written)."""
+        steps = _paged.paged_build(kept, thread_id, builder, parsed, keys, own=own)
+        try:
+            function, arguments = next(steps)
+            while True:
+                found = await self._run(False, function, *arguments)
+                function, arguments = steps.send(found)
+        except StopIteration as stop:
+            kept, paged = stop.value
+        assert kept is not None
+        built = _build.paged_built(builder, parsed, kept, paged, keys)
+        if await self._run(True, record_build_if, thread_id, built, paged.expect):
+            return kept, paged
+        unstored(kept, paged)
+        return kept, None
+
     async def build(
         self,
         thread_id: str,
@@ -420,17 +458,20 @@ class AsyncMemoryStore:
         keys = _build.cache_keys(builder, parsed)
         if _paged.pageable(parsed):
             kept = self._built_states.get_paged(thread_id)
-            steps = _paged.paged_build(kept, thread_id, builder, parsed, keys)
-            try:
-                function, arguments = next(steps)
-                while True:
-                    found = await self._run(False, function, *arguments)
-                    function, arguments = steps.send(found)
-            except StopIteration as stop:
-                kept, paged = stop.value
-            built = _build.paged_built(builder, parsed, kept, paged)
-            await self._run(True, _build.record_build, thread_id, built)
-            self._built_states.put_paged(thread_id, kept)
+            own = self._built_states.own_appends(thread_id) if kept is not None else []
+            # Rows this store appended are taken without a read; the build is recorded
+            # only if the thread is still as built, else it is built from a read (and
+            # so is one that failed: it may have failed for a state the thread left).
+            paged: PagedBuilt | None = None
+            if own:
+                try:
+                    found, paged = await self._paged(thread_id, kept, builder, parsed, keys, own)
+                except Exception:  # a real error comes again below
+                    paged = None
+            if paged is None:
+                found, paged = await self._paged(thread_id, kept, builder, parsed, keys, [])
+            assert paged is not None
+            self._built_states.put_paged(thread_id, found)
             result: ContextBuildResult = paged.result
             return result
         base = self._built_states.get(thread_id)

@@ -19,6 +19,7 @@ parses them.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import threading
 import weakref
@@ -35,6 +36,7 @@ from memctx._exceptions import StoreArgumentError
 from memctx._result import ContextBuildResult
 from memctx._state import MemoryState
 from memctx.store._context_ops import CONTEXT_COMPRESSED
+from memctx.store._own_appends import Noted, OwnAppend, note
 from memctx.store._paged import PagedBuilt, Read
 from memctx.store._paged_thread import PagedThread
 from memctx.store._queries import (
@@ -94,6 +96,7 @@ class BuiltStates:
         self._lock = threading.Lock()
         self._by_thread: dict[str, BuiltState] = {}
         self._paged: dict[str, PagedThread] = {}
+        self._own: dict[str, list[OwnAppend]] = {}
 
     def get(self, thread_id: str) -> BuiltState | None:
         with self._lock:
@@ -107,6 +110,28 @@ class BuiltStates:
     def put_paged(self, thread_id: str, kept: PagedThread) -> None:
         self._keep(self._paged, thread_id, kept)
 
+    def noting(self, thread_id: str) -> Noted | None:
+        """Where an append to the thread tells what it wrote, when a paged build of it is
+        kept (:mod:`._own_appends`); None otherwise."""
+        with self._lock:
+            return Noted() if thread_id in self._paged else None
+
+    def note(self, thread_id: str, noted: Noted) -> None:
+        """Keep what a committed append to the thread wrote, for its next paged build."""
+        if noted.value is None:
+            return
+        with self._lock:
+            kept = self._paged.get(thread_id)
+            if kept is None:
+                self._own.pop(thread_id, None)
+                return
+            note(self._own.setdefault(thread_id, []), noted.value, kept.after_seq)
+
+    def own_appends(self, thread_id: str) -> list[OwnAppend]:
+        """The appends to the thread noted so far (:meth:`note`)."""
+        with self._lock:
+            return list(self._own.get(thread_id, ()))
+
     def put(self, thread_id: str, built: BuiltState) -> None:
         self._keep(self._by_thread, thread_id, built)
 
@@ -117,6 +142,8 @@ class BuiltStates:
             kept[thread_id] = value
             while len(kept) > self.THREADS_KEPT:
                 del kept[next(iter(kept))]
+            for gone in self._own.keys() - self._paged.keys():
+                del self._own[gone]
 
 
 @attrs.frozen
@@ -166,7 +193,12 @@ def tokenizer_key(tokenizer: object) -> str | None:
 
 def renderer_key(builder: ContextBuilder) -> str:
     """A short, stable name for the builder's renderer chain."""
-    return hashlib.sha256(counts_of(builder).renderer_fingerprint.encode("utf-8")).hexdigest()[:32]
+    return _fingerprint_key(counts_of(builder).renderer_fingerprint)
+
+
+@functools.lru_cache(maxsize=64)
+def _fingerprint_key(fingerprint: str) -> str:
+    return hashlib.sha256(fingerprint.encode("utf-8")).hexdigest()[:32]
 
 
 def cache_keys(builder: ContextBuilder, options: BuildOptions) -> tuple[str | None, str]:
@@ -301,10 +333,14 @@ def build_payload(
 
 
 def paged_built(
-    builder: ContextBuilder, options: BuildOptions, kept: PagedThread, built: PagedBuilt
+    builder: ContextBuilder,
+    options: BuildOptions,
+    kept: PagedThread,
+    built: PagedBuilt,
+    keys: tuple[str | None, str] | None = None,
 ) -> Built:
-    """What a paged build (:mod:`._paged`) writes back."""
-    key = tokenizer_key(options.tokenizer or builder.tokenizer)
+    """What a paged build (:mod:`._paged`) writes back; ``keys``: :func:`cache_keys`."""
+    key, renderer = keys or cache_keys(builder, options)
     payload = build_payload(
         kept.batch,
         options,
@@ -314,7 +350,7 @@ def paged_built(
         counted=len(built.counted),
         read=built.read,
     )
-    return Built(key, renderer_key(builder), built.counted, payload, None)
+    return Built(key, renderer, built.counted, payload, None)
 
 
 def drive(steps: Generator[Read, Any, T], run: Callable[..., Any]) -> T:

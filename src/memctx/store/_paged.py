@@ -51,9 +51,10 @@ from memctx._result import (
     ContextBuildResult,
 )
 from memctx._state import MemoryState
+from memctx.store._own_appends import OwnAppend
 from memctx.store._paged_reads import FIRST_PAGE, read_ids, read_light, read_rows, read_units
 from memctx.store._paged_rows import Filters, Lister, paged_exclusions
-from memctx.store._paged_thread import PagedThread, Start, read_start
+from memctx.store._paged_thread import PagedThread, Start, own_start, read_start
 from memctx.typing import Tokenizer
 
 MIN_PAGE = 16
@@ -194,6 +195,9 @@ class PagedBuilt:
     reused: int
     visible: int
     read: int
+    expect: tuple[object, int, int] | None = None
+    """The thread's ``(created_at, batch, last_seq)`` the record must find (else the build
+    is of a state the thread may no longer be in: it wrote nothing); None: no check."""
 
 
 Read = tuple[Callable[..., Any], tuple[Any, ...]]
@@ -207,16 +211,24 @@ def paged_build(
     options: BuildOptions,
     keys: tuple[str | None, str],
     lister: Lister | None = None,
+    own: Sequence[OwnAppend] = (),
 ) -> Generator[Read, Any, tuple[PagedThread, PagedBuilt]]:
     """Build a thread in pages: yields the reads to run, returns the thread kept and the build.
 
     ``lister`` reads the ids and types of the visible rows when a result's left-out
     list is first asked for; without one they are read before the build returns.
+    ``own``: the appends this store noted (:mod:`._own_appends`); when they follow
+    ``kept``, their rows are taken as they are, and the build's ``expect`` says which
+    state of the thread it is of.
     """
     tokenizer: Tokenizer = options.tokenizer or builder.tokenizer
     tokenizer_key, renderer = keys
     counts_key: Hashable = keys if tokenizer_key is not None else ("uncached", tokenizer, renderer)
-    start: Start = yield (read_start, (thread_id, kept, *keys))
+    start: Start | None = None if kept is None or not own else own_start(thread_id, kept, own)
+    unread = start is not None
+    if start is None:
+        start = yield (read_start, (thread_id, kept, *keys))
+    assert start is not None
     read = len(start.appended)
     if start.window is not None or kept is None:
         assert start.window is not None
@@ -234,6 +246,7 @@ def paged_build(
                 stored if tokenizer_key is not None else {},
             )
         kept.extend(start)
+        built_at = kept.after_seq
         filters = Filters(kept, options)
 
         def count(chunk: Chunk) -> int:
@@ -273,6 +286,10 @@ def paged_build(
             inner = builder.build(state, options=options)
             if _covered(kept, builder, state, options, tokenizer):
                 counted = _new_counts(kept, builder, tokenizer, state)
+                # Rows another build added to ``kept`` meanwhile may not be in the reach:
+                # then no state is claimed (the record writes nothing).
+                last = built_at if kept.after_seq == built_at else -1
+                expect = (kept.created_at, kept.batch, last) if unread else None
                 break
             want *= 2  # the stable start looked below the rows read: read more
             found = plan(kept, options, filters, count, want)
@@ -283,7 +300,7 @@ def paged_build(
     else:
         exclusions = paged_exclusions(kept, filters, inner, partial(lister, *version))
     result = attrs.evolve(inner, exclusions=exclusions)
-    return kept, PagedBuilt(result, counted, reused, len(kept), read)
+    return kept, PagedBuilt(result, counted, reused, len(kept), read, expect)
 
 
 def _covered(

@@ -5,26 +5,35 @@ the build's reads) holds the reads, the build, and the new counts with the
 ``context.built`` event. On PostgreSQL, no transaction: each read is one statement
 bounded by what cannot change (the batch read first, whose rows are never rewritten,
 and the thread's last sequence number then), and the counts and the event are written
-by one statement; a rebuild after an append is two round trips. Both commit without
-waiting for the disk (:func:`~memctx.store._engine.build_record_engine`).
+by one statement; a rebuild after another process's append is two round trips. Both
+commit without waiting for the disk (:func:`~memctx.store._engine.build_record_engine`).
+
+A rebuild after this store's own appends (:mod:`._own_appends`) reads nothing: it
+takes the rows as the appends wrote them, and its record is written only if the
+thread's ``(created_at, batch, last_seq)`` are still those it built (on PostgreSQL
+in the record's one statement: one round trip); else nothing is written, and the
+store builds again from a read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, Final, TypeVar
 
+from sqlmodel import Session
+
 from memctx._build.builder import ContextBuilder
 from memctx._build.options import BuildOptions
-from memctx.store._build import Built, drive, paged_built
+from memctx.store._build import Built, drive, paged_built, record_build
+from memctx.store._own_appends import OwnAppend, instant
 from memctx.store._paged import PagedBuilt, paged_build
 from memctx.store._paged_rows import Lister
 from memctx.store._paged_thread import PagedThread
 from memctx.store._plain import Plain, Where, connection_of
-from memctx.store._queries import check_payload
+from memctx.store._queries import get_thread
 from memctx.store._records import CONTEXT_BUILT
-from memctx.store._schema import UTCDateTime, now
+from memctx.store._schema import UTCDateTime, dump_json, now
 
 T = TypeVar("T")
 
@@ -37,14 +46,21 @@ def paged_in_one(
     options: BuildOptions,
     keys: tuple[str | None, str],
     lister: Lister | None,
-) -> tuple[PagedThread, PagedBuilt]:
+    own: Sequence[OwnAppend] = (),
+) -> tuple[PagedThread, PagedBuilt | None]:
     """A paged build: its reads, the build, then the new counts and the ``context.built``
-    event, in the caller's session (see the module docstring)."""
-    steps = paged_build(kept, thread_id, builder, options, keys, lister)
+    event, in the caller's session (see the module docstring).
+
+    With ``own`` (this store's appends, taken without a read) the record is written only
+    if the thread is still in the state built; else nothing is, and the build is None.
+    """
+    steps = paged_build(kept, thread_id, builder, options, keys, lister, own)
     kept, built = drive(steps, partial(_in_session, session))
-    record = paged_built(builder, options, kept, built)
-    _record(session, thread_id, record)
-    return kept, built
+    record = paged_built(builder, options, kept, built, keys)
+    if _record(session, thread_id, record, built.expect):
+        return kept, built
+    unstored(kept, built)
+    return kept, None
 
 
 _COUNTS: Final = Plain(
@@ -67,35 +83,63 @@ _RECORD_PG: Final = Plain(
     " SELECT :thread_id, :kind, :payload, :created_at FROM relaxed"
 )
 
+# The same, written only if the thread is still in the state built (see _record).
+_RECORD_PG_IF: Final = Plain(
+    "WITH current AS (SELECT 1 FROM memctx_threads WHERE id = :thread_id"
+    " AND created_at = :created AND batch = :batch AND last_seq = :last),"
+    " relaxed AS (SELECT set_config('synchronous_commit', 'off', true) FROM current),"
+    " counted AS (INSERT INTO memctx_token_counts (thread_id, seq, tokenizer, renderer,"
+    " tokens) SELECT :thread_id, s, :tokenizer, :renderer, t"
+    " FROM unnest(CAST(:seqs AS integer[]), CAST(:tokens AS integer[])) AS u (s, t)"
+    " WHERE EXISTS (SELECT 1 FROM current) ON CONFLICT DO NOTHING)"
+    " INSERT INTO memctx_events (thread_id, kind, payload, created_at)"
+    " SELECT :thread_id, :kind, :payload, :created_at FROM relaxed"
+)
+_VERSION_NOW: Final = Plain(
+    "SELECT created_at, batch, last_seq FROM memctx_threads WHERE id = :thread_id"
+)
 
-def _record(session: Where, thread_id: str, built: Built) -> None:
+
+def _record(
+    session: Where, thread_id: str, built: Built, expect: tuple[object, int, int] | None
+) -> bool:
     """:func:`~memctx.store._build.record_build` in plain statements (the caller's
-    transaction holds the thread: SQLite's write lock; on PostgreSQL one statement)."""
-    kind, payload = check_payload(CONTEXT_BUILT, built.payload)
+    transaction holds the thread: SQLite's write lock; on PostgreSQL one statement);
+    with ``expect``, only if the thread's ``(created_at, batch, last_seq)`` are those.
+    Whether it was written."""
     counted = sorted(built.counted.items()) if built.tokenizer is not None else []
     dialect = connection_of(session).dialect
     event = {
         "thread_id": thread_id,
-        "kind": kind,
-        "payload": payload,
+        "kind": CONTEXT_BUILT,
+        "payload": dump_json(built.payload),  # numbers, names and None (build_payload)
         "created_at": _TIMESTAMP.process_bind_param(now(), dialect),
     }
     if dialect.name == "postgresql":
-        _RECORD_PG.run(
-            session,
-            {
-                **event,
-                "tokenizer": built.tokenizer or "",
-                "renderer": built.renderer,
-                "seqs": [s for s, _ in counted],
-                "tokens": [t for _, t in counted],
-            },
-        )
-        return
+        params = {
+            **event,
+            "tokenizer": built.tokenizer or "",
+            "renderer": built.renderer,
+            "seqs": [s for s, _ in counted],
+            "tokens": [t for _, t in counted],
+        }
+        if expect is None:
+            _RECORD_PG.run(session, params)
+            return True
+        version = dict(zip(("created", "batch", "last"), expect, strict=True))
+        cursor = _RECORD_PG_IF.execute(session, {**params, **version})
+        written: bool = cursor.rowcount == 1
+        cursor.close()
+        return written
+    if expect is not None:
+        found = _VERSION_NOW.tuples(session, {"thread_id": thread_id})
+        if not found or tuple(found[0]) != expect:
+            return False
     if counted:
         common = {"thread_id": thread_id, "tokenizer": built.tokenizer, "renderer": built.renderer}
         _COUNTS.run(session, [{**common, "seq": s, "tokens": t} for s, t in counted])
     _EVENT.run(session, event)
+    return True
 
 
 _TIMESTAMP: Final = UTCDateTime()
@@ -103,3 +147,30 @@ _TIMESTAMP: Final = UTCDateTime()
 
 def _in_session(session: Where, function: Callable[..., T], *arguments: Any) -> T:
     return function(session, *arguments)
+
+
+def record_build_if(
+    session: Session, thread_id: str, built: Built, expect: tuple[object, int, int] | None
+) -> bool:
+    """:func:`record_build`, only if the locked thread's ``(created_at, batch, last_seq)``
+    are ``expect`` (a paged build of this store's own appends, :mod:`._own_appends`);
+    whether it was written."""
+    if expect is not None:
+        thread = get_thread(session, thread_id, lock=True)
+        created_at, batch, last = expect
+        if (instant(thread.created_at), thread.batch, thread.last_seq) != (
+            instant(created_at),
+            batch,
+            last,
+        ):
+            return False
+    record_build(session, thread_id, built, lock=expect is None)
+    return True
+
+
+def unstored(kept: PagedThread, built: PagedBuilt) -> None:
+    """Forget that the counts of a build whose record was not written are stored."""
+    with kept.lock:
+        kept.stored.difference_update(
+            p for p in map(kept.position_at, built.counted) if p is not None
+        )

@@ -12,7 +12,8 @@ from __future__ import annotations
 import bisect
 import threading
 import weakref
-from collections.abc import Hashable
+from collections import namedtuple
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 import attrs
@@ -20,6 +21,7 @@ import attrs
 from memctx._build.builder import ContextBuilder
 from memctx._chunk import Chunk, ChunkType
 from memctx._state import MemoryState
+from memctx.store._own_appends import OwnAppend, following
 from memctx.store._paged_reads import LightRow, Window, appended_rows, read_units, read_window
 from memctx.store._plain import Where
 from memctx.store._queries import check_thread_id
@@ -42,6 +44,42 @@ class Start:
     """Stored counts of the appended rows, by sequence number."""
     units: list[LightRow] = attrs.Factory(list)
     """Every member of the units of appended rows the kept thread did not know."""
+
+
+_OwnRow = namedtuple(
+    "_OwnRow",
+    "thread_id seq chunk_id origin batch type role action subtype content meta priority"
+    " created_at unit_key unit_opener pinned stored_tokens",
+)
+
+
+def own_start(thread_id: str, kept: PagedThread, own: Sequence[OwnAppend]) -> Start | None:
+    """The start of a rebuild from this store's own appends, without a read: the rows it
+    appended after the ``kept`` thread, and every member of their units ``kept`` does not
+    know (the appends read the older ones); None when they do not follow ``kept``."""
+    with kept.lock:
+        run = following(own, kept.created_at, kept.batch, kept.after_seq)
+        if run is None:
+            return None
+        rows = [
+            _OwnRow(
+                thread_id=thread_id,
+                seq=seq,
+                origin="append",
+                batch=n.batch,
+                stored_tokens=None,
+                **values,
+            )
+            for n in run
+            for seq, values in enumerate(n.rows, n.first)
+        ]
+        keys = {r.unit_key for r in rows if r.unit_key is not None} - kept.members.keys()
+    units: dict[int, LightRow] = {}
+    if keys:
+        for n in run:
+            units.update((r[0], r) for r in n.older if r[3] in keys)
+        units.update((r.seq, _light(r, r.seq)) for r in rows if r.unit_key in keys)
+    return Start(kept.created_at, kept.batch, run[-1].last, None, rows, {}, list(units.values()))
 
 
 def read_start(

@@ -39,6 +39,7 @@ from memctx._validators import (
     message_error,
     name,
 )
+from memctx.store._own_appends import Noted, OwnAppend, stored_and_units
 from memctx.store._row_reads import in_parts, raw_rows, rows_by_chunk_id, rows_of
 from memctx.store._schema import (
     BatchRow,
@@ -223,19 +224,29 @@ def prepare_chunks(thread_id: str, chunks: Iterable[Chunk]) -> dict[str, dict[st
 
 
 def split_existing(
-    session: Session, thread_id: str, prepared: Mapping[str, dict[str, Any]]
+    session: Session,
+    thread_id: str,
+    prepared: Mapping[str, dict[str, Any]],
+    older: list[tuple[Any, ...]] | None = None,
 ) -> tuple[dict[str, Row[Any]], list[dict[str, Any]]]:
     """Split chunks into those already stored (the same chunk: fine) and new ones.
 
     "The same" is equal ``IDENTITY_FIELDS`` (all but ``created_at``); a
     different chunk stored under one of the ids is a
-    :class:`ChunkConflictError`. One query per 500 chunks, whatever the outcome.
+    :class:`ChunkConflictError`. One query per 500 chunks, whatever the outcome;
+    with ``older``, the same queries add to it the light rows of the stored members
+    of the chunks' units (:func:`~memctx.store._own_appends.stored_and_units`).
     """
-    stored = [
-        chunk_id
-        for part in in_parts(list(prepared))
-        for (chunk_id,) in raw_rows(session, _IDS_STORED, {"thread_id": thread_id, "ids": part})
-    ]
+    if older is None:
+        stored = [
+            chunk_id
+            for part in in_parts(list(prepared))
+            for (chunk_id,) in raw_rows(session, _IDS_STORED, {"thread_id": thread_id, "ids": part})
+        ]
+    else:
+        keys = sorted({v["unit_key"] for v in prepared.values() if v["unit_key"] is not None})
+        stored, found = stored_and_units(session, thread_id, list(prepared), keys)
+        older += found
     existing = rows_by_chunk_id(session, thread_id, stored) if stored else {}
     for chunk_id, row in existing.items():
         fields = differing_fields(row_values(row), prepared[chunk_id])
@@ -309,16 +320,24 @@ def append_chunks(
     thread: ThreadRow,
     prepared: Mapping[str, dict[str, Any]],
     advance: Callable[[int], None] | None = None,
+    noted: Noted | None = None,
 ) -> int:
     """Append the chunks (of :func:`prepare_chunks`) not stored yet to the locked thread.
 
     Returns how many were new. ``advance(n)``, when given, hears of the chunks
-    found stored already, then of the new ones as they are written.
+    found stored already, then of the new ones as they are written. ``noted``, when
+    given, is told what was written (:mod:`memctx.store._own_appends`).
     """
-    existing, new = split_existing(session, thread.id, prepared)
+    older: list[tuple[Any, ...]] | None = None if noted is None else []
+    existing, new = split_existing(session, thread.id, prepared, older)
     if advance is not None:
         advance(len(existing))
-    return len(store_new(session, thread, new, "append", advance))
+    seqs = store_new(session, thread, new, "append", advance)
+    if noted is not None and seqs:
+        noted.value = OwnAppend(
+            thread.created_at, thread.batch, seqs[0], tuple(new), tuple(older or ())
+        )
+    return len(seqs)
 
 
 # -- thread metadata ----------------------------------------------------------------------

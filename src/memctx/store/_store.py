@@ -49,6 +49,7 @@ from memctx.store._engine import (
     retry_busy,
     write_engine,
 )
+from memctx.store._paged import PagedBuilt
 from memctx.store._paged_reads import read_light
 from memctx.store._paged_record import paged_in_one
 from memctx.store._records import Batch, StoredChunk, StoreEvent, ThreadInfo
@@ -84,6 +85,7 @@ class MemoryStore:
         self._write = write_engine(self._engine)
         self._read = read_engine(self._engine)
         self._build_write = build_record_engine(self._engine)
+        self._autocommit_builds = self._engine.dialect.name == "postgresql"
         self._in_memory = self._engine.dialect.name == "sqlite" and in_memory(self._url)
         self._closed = False
         self._builder: ContextBuilder | None = None
@@ -187,8 +189,11 @@ class MemoryStore:
         build: no ORM state to set up and tear down)."""
 
         def attempt() -> R:
-            with engine.connect() as connection, connection.begin():
-                return operation(connection, *args, **kwargs)
+            with engine.connect() as connection:
+                if self._autocommit_builds:  # PostgreSQL: no BEGIN, nothing to commit
+                    return operation(connection, *args, **kwargs)
+                with connection.begin():
+                    return operation(connection, *args, **kwargs)
 
         try:
             return retry_busy(attempt)
@@ -270,7 +275,13 @@ class MemoryStore:
         and nothing is stored.
         """
         progress = Progress(on_progress, error=StoreArgumentError)
-        return self._run(True, _thread_ops.append, thread_id, chunks, thread_metadata, progress)
+        noted = self._built_states.noting(thread_id)
+        added = self._run(
+            True, _thread_ops.append, thread_id, chunks, thread_metadata, progress, noted
+        )
+        if noted is not None:
+            self._built_states.note(thread_id, noted)
+        return added
 
     def append_with(self, thread_id: str, make: MakeChunks) -> int:
         """Append what ``make`` returns, deciding it under the thread's write lock.
@@ -293,7 +304,11 @@ class MemoryStore:
         called again, with the thread as it is then, when the transaction is
         run again.
         """
-        return self._run(True, _thread_ops.append_with, thread_id, make)
+        noted = self._built_states.noting(thread_id)
+        added = self._run(True, _thread_ops.append_with, thread_id, make, noted)
+        if noted is not None:
+            self._built_states.note(thread_id, noted)
+        return added
 
     def get_current_state(self, thread_id: str) -> MemoryState:
         """The visible chunks of the thread, in order, as a :class:`~memctx.MemoryState`."""
@@ -593,17 +608,27 @@ class MemoryStore:
                     self._engine.dispose()
                 return listed
 
-            kept, paged = self._run_plain(
-                self._build_write,
-                paged_in_one,
-                thread_id,
-                kept,
-                builder,
-                parsed,
-                keys,
-                None if self._in_memory else lister,
-            )
-            self._built_states.put_paged(thread_id, kept)
+            own = self._built_states.own_appends(thread_id) if kept is not None else []
+            listed = None if self._in_memory else lister
+            # Rows this store appended are taken without a read; the build is recorded
+            # only if the thread is still as built, else it is built from a read (and
+            # so is one that failed: it may have failed for a state the thread left).
+            paged: PagedBuilt | None = None
+            if own:
+                try:
+                    found, paged = self._run_plain(
+                        self._build_write, paged_in_one, thread_id, kept, builder, parsed,
+                        keys, listed, own,
+                    )  # fmt: skip
+                except Exception:  # the build of a state the thread may have left (its
+                    paged = None  # batch changed meanwhile...): a real error comes again
+            if paged is None:
+                found, paged = self._run_plain(
+                    self._build_write, paged_in_one, thread_id, kept, builder, parsed, keys,
+                    listed,
+                )  # fmt: skip
+            assert paged is not None
+            self._built_states.put_paged(thread_id, found)
             return paged.result
         base = self._built_states.get(thread_id)
         if base is not None and not base.extends_for(builder, keys):

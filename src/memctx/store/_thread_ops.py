@@ -19,6 +19,7 @@ from memctx._chunk import Chunk
 from memctx._exceptions import StoreArgumentError, ThreadExistsError
 from memctx._progress import Progress
 from memctx._state import MemoryState
+from memctx.store._own_appends import Noted
 from memctx.store._queries import (
     append_chunks,
     check_event_kind,
@@ -93,8 +94,12 @@ def append(
     chunks: Iterable[Chunk],
     thread_metadata: Mapping[str, Any] | None,
     progress: Progress | None = None,
+    noted: Noted | None = None,
 ) -> int:
-    """Steps for ``progress``: each chunk checked, then each one stored (or found stored)."""
+    """Steps for ``progress``: each chunk checked, then each one stored (or found stored);
+    ``noted`` is told what was written (:mod:`._own_appends`)."""
+    if noted is not None:
+        noted.value = None  # a transaction run again starts afresh
     check_thread_id(thread_id)
     progress = progress or Progress(None)
     given = tuple(chunks)
@@ -103,13 +108,17 @@ def append(
     progress.advance(len(given) - len(prepared))  # ids given twice are stored once
     update = {} if thread_metadata is None else check_metadata(thread_metadata)
     thread = get_thread(session, thread_id, lock=True)
-    added = append_chunks(session, thread, prepared, progress.advance)
+    added = append_chunks(session, thread, prepared, progress.advance, noted)
     merge_metadata(session, thread, update)
     progress.finish()
     return added
 
 
-def append_with(session: Session, thread_id: str, make: MakeChunks) -> int:
+def append_with(
+    session: Session, thread_id: str, make: MakeChunks, noted: Noted | None = None
+) -> int:
+    if noted is not None:
+        noted.value = None
     check_thread_id(thread_id)
     if not callable(make):
         raise StoreArgumentError(f"append_with needs a function, got {make!r}")
@@ -120,7 +129,7 @@ def append_with(session: Session, thread_id: str, make: MakeChunks) -> int:
             f"append_with: make must return (chunks, metadata_update), got {made!r}"
         )
     chunks, update = made
-    added = append_chunks(session, thread, prepare_chunks(thread_id, chunks))
+    added = append_chunks(session, thread, prepare_chunks(thread_id, chunks), noted=noted)
     merge_metadata(session, thread, {} if update is None else check_metadata(update))
     return added
 
