@@ -50,8 +50,10 @@ INCREMENT_TEXT_CHARS = 555
 
 
 def repeats(workload: str, budget: int | None) -> int:
+    """Runs per side and case: at least 7 (fewer give no useful interval), but only 2 of
+    the all-fits builds of 100k chunks (7 s each)."""
     if workload == "gen 100k":
-        return 2 if budget is None else 3
+        return 2 if budget is None else 7
     return 7 if workload == "gen 10k" else 15
 
 
@@ -219,6 +221,7 @@ def compare(
                 "before": median(built["before"]),
                 "after": median(built["after"]),
                 "interval": _interval(built),
+                "runs": len(built["after"]),
             }
         )
         for budget in BUDGETS:
@@ -238,6 +241,7 @@ def compare(
                     "before": median(replies["before"]),
                     "after": median(replies["after"]),
                     "interval": _interval(replies),
+                    "runs": len(replies["after"]),
                     "same_output": same,
                 }
                 base = floor if figure == "cold" else cold_ms
@@ -258,9 +262,10 @@ def _interval(replies: dict[str, list[dict[str, Any]]]) -> tuple[float, float]:
 def render(rows: Sequence[dict[str, Any]], before: str, after: str) -> str:
     lines = [
         f"before: `{before}`, after: `{after}`; medians of alternating runs "
-        "(15 per case, gen 10k: 7, gen 100k: 3, its all-fits: 2). The interval is a 95% "
+        "(15 per case, gen 10k and gen 100k: 7, its all-fits: 2). The interval is a 95% "
         "bootstrap interval of the median of the paired after/before ratios; **slower** marks "
-        "a case whose interval lies above 1 (slower than the run's noise).",
+        "a case whose interval lies above 1 (slower than the run's noise); a case of fewer than "
+        f"{MIN_RUNS_FOR_VERDICT} runs gets no verdict.",
         "",
         f"{sum(_slower(row) for row in rows)} of {len(rows)} cases slower than noise.",
         "",
@@ -275,6 +280,8 @@ def render(rows: Sequence[dict[str, Any]], before: str, after: str) -> str:
         mark = "" if row.get("same_output", True) else " (outputs differ)"
         low, high = row["interval"]
         interval = f"{low:.2f}–{high:.2f}" + (" **slower**" if _slower(row) else "")
+        if row["runs"] < MIN_RUNS_FOR_VERDICT:
+            interval = f"({row['runs']} runs: no verdict)"
         lines.append(
             f"| {row['workload']} | {row['budget']} | {row['figure']}{mark} "
             f"| {row['before'] * 1e3:.3f} | {row['after'] * 1e3:.3f} "
@@ -283,8 +290,13 @@ def render(rows: Sequence[dict[str, Any]], before: str, after: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+MIN_RUNS_FOR_VERDICT = 5
+"""Fewer paired runs than this give no interval worth a verdict (the all-fits builds of
+100k chunks: 2)."""
+
+
 def _slower(row: dict[str, Any]) -> bool:
-    return bool(row["interval"][0] > 1.0)
+    return row["runs"] >= MIN_RUNS_FOR_VERDICT and bool(row["interval"][0] > 1.0)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
