@@ -154,15 +154,18 @@ class MemoryState:
     def __getitem__(self, key: slice) -> MemoryState: ...
 
     def __getitem__(self, key: int | slice) -> Chunk | MemoryState:
-        if isinstance(key, slice):
-            return MemoryState(self.chunks[key], thread_id=self.thread_id)
-        if isinstance(key, bool) or not hasattr(key, "__index__"):
-            hint = "; state.get(chunk_id) finds a chunk by id" if isinstance(key, str) else ""
-            raise ArgumentError(
-                f"a MemoryState index is an int or a slice, got {type(key).__name__}{hint}",
-                argument="index",
-            )
-        position = key.__index__()
+        if type(key) is int:  # the usual case, checked first: builds index states often
+            position = key
+        else:
+            if isinstance(key, slice):
+                return MemoryState(self.chunks[key], thread_id=self.thread_id)
+            if isinstance(key, bool) or not hasattr(key, "__index__"):
+                hint = "; state.get(chunk_id) finds a chunk by id" if isinstance(key, str) else ""
+                raise ArgumentError(
+                    f"a MemoryState index is an int or a slice, got {type(key).__name__}{hint}",
+                    argument="index",
+                )
+            position = key.__index__()
         if position < 0:
             position += self._length
         if not 0 <= position < self._length:

@@ -187,20 +187,11 @@ class ContextBuilder:
             selected.selection, items, costs.rendered, prompt, reuse=selected.reusable_messages
         )
 
-        def added(messages: list[ContextMessage]) -> int:
-            return added_turn_tokens(messages, opts.turn_options, tokenizer)
-
-        def count(messages: list[ContextMessage]) -> tuple[int, bool]:
-            """The messages counted whole: with the adapter's turns and the media they hold,
-            or as the native OpenAI request they stand for."""
-            if native:
-                return _native_openai(state, tokenizer)(messages)
-            media = _media_in(messages, costs, state)
-            return tokenizer.count_messages(messages) + added(messages) + media, True
-
         native = opts.counted_tools == "native"
         if costs.adds_up and safe and not native:
-            used = selected.selection.used - problem.reserved + added(messages)
+            used = selected.selection.used - problem.reserved
+            if opts.turn_options is not None:
+                used += added_turn_tokens(messages, opts.turn_options, tokenizer)
             grouped = Grouped(tuple(messages), selected.selection, used, recounted=False)
         else:  # 6. recount: the pieces' counts may not add up to the request's
             grouped = recount(
@@ -213,13 +204,13 @@ class ContextBuilder:
                 budget=opts.budget,
                 pinned=pinned,
                 units=units,
-                count=count,
+                count=_request_count(state, costs, tokenizer, opts, native=native),
             )
         exact = (
             tokenizer.exact
             and opts.provider in (None, "openai")
             and grouped.exact
-            and (native or not _has_documents(grouped.selection, items, units))
+            and (native or not units.media or not _has_documents(grouped.selection, items, units))
         )
         encode = getattr(getattr(tokenizer, "encoding", None), "encode_ordinary", None)
         memo = (
@@ -422,6 +413,22 @@ def _plain_options_key(max_tokens: object, options: Mapping[str, Any]) -> tuple[
     return tuple(key)
 
 
+def _request_count(
+    state: MemoryState, costs: ChunkCosts, tokenizer: Tokenizer, opts: BuildOptions, *, native: bool
+) -> RequestCount:
+    """How the recount stage counts messages whole: with the adapter's turns and the media
+    they hold, or as the native OpenAI request they stand for."""
+    if native:
+        return _native_openai(state, tokenizer)
+
+    def count(messages: list[ContextMessage]) -> tuple[int, bool]:
+        tokens = tokenizer.count_messages(messages)
+        tokens += added_turn_tokens(messages, opts.turn_options, tokenizer)
+        return tokens + _media_in(messages, costs, state), True
+
+    return count
+
+
 def _media_in(messages: list[ContextMessage], costs: ChunkCosts, state: MemoryState) -> int:
     """The media cost of the chunks ``messages`` hold."""
     return sum(costs.media(state.index_of(i)) for m in messages for i in m.chunk_ids)
@@ -429,8 +436,6 @@ def _media_in(messages: list[ContextMessage], costs: ChunkCosts, state: MemorySt
 
 def _has_documents(selection: Selection, items: list[Chunk], units: UnitsIndex) -> bool:
     """Whether a selected chunk is a document (priced by an estimate)."""
-    if not units.media:
-        return False
     chosen = set(selection.body)
     return any(items[p].action == "document" for p in units.media if p in chosen)
 
