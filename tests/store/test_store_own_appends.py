@@ -22,10 +22,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import event
+from store_builds import same_build
 
 from memctx import (
     BudgetExceededError,
-    ContextBuildResult,
     MemctxError,
     MemoryState,
     TiktokenTokenizer,
@@ -38,18 +38,6 @@ from strategies import agent_runs, examples
 
 _threads = itertools.count()
 GPT4O = TiktokenTokenizer("o200k_base")
-
-
-def same_build(result: ContextBuildResult, expected: ContextBuildResult) -> None:
-    """The parts of a build a user relies on are equal."""
-    assert result.messages == expected.messages
-    assert result.token_count == expected.token_count
-    assert result.included_chunk_ids == expected.included_chunk_ids
-    assert result.excluded_chunk_ids == expected.excluded_chunk_ids
-    reasons = {i: e.reason for i, e in result.exclusions.items()}
-    assert reasons == {i: e.reason for i, e in expected.exclusions.items()}
-    assert result.chunk_tokens == expected.chunk_tokens
-    assert result.included_chunks == expected.included_chunks
 
 
 def fresh_build(open_store: Callable[[], MemoryStore], thread_id: str, **options: Any) -> Any:

@@ -17,11 +17,11 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import create_engine, text
+from store_builds import same_build
 
 from histories import TOKENIZERS, build_options
 from memctx import (
     ChunkNotFoundError,
-    ContextBuildResult,
     MemctxError,
     MemoryState,
     StoreError,
@@ -35,18 +35,6 @@ from memctx.store._row_reads import ROWS_READ
 from strategies import agent_runs, examples
 
 _threads = itertools.count()
-
-
-def same_build(result: ContextBuildResult, expected: ContextBuildResult) -> None:
-    """The parts of a build a user relies on are equal."""
-    assert result.messages == expected.messages
-    assert result.token_count == expected.token_count
-    assert result.token_count_exact == expected.token_count_exact
-    assert result.included_chunk_ids == expected.included_chunk_ids
-    assert result.excluded_chunk_ids == expected.excluded_chunk_ids
-    reasons = {i: e.reason for i, e in result.exclusions.items()}
-    assert reasons == {i: e.reason for i, e in expected.exclusions.items()}
-    assert result.chunk_tokens == expected.chunk_tokens
 
 
 def build_both(store: MemoryStore, thread_id: str, options: dict[str, Any]) -> str:
