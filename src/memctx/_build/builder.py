@@ -129,11 +129,15 @@ class ContextBuilder:
         ``compress_to_fit`` gives old chunks a cheaper rendition rather than
         leaving them out for the budget (see :mod:`memctx.compress`).
         """
-        given: dict[str, Any] = dict(options)
-        compressors = given.pop("compressors", None)
-        compress_to_fit = given.pop("compress_to_fit", None)
-        if compressors is not None or compress_to_fit is not None:
-            return self._build_compressed(state, max_tokens, given, compressors, compress_to_fit)
+        given: dict[str, Any] = options  # type: ignore[assignment]
+        if "compressors" in given or "compress_to_fit" in given:
+            given = dict(given)
+            compressors = given.pop("compressors", None)
+            compress_to_fit = given.pop("compress_to_fit", None)
+            if compressors is not None or compress_to_fit is not None:
+                return self._build_compressed(
+                    state, max_tokens, given, compressors, compress_to_fit
+                )
         opts = self._parse_options(max_tokens, given)
         if not isinstance(state, MemoryState):
             raise BuildOptionError("state", f"must be a MemoryState, got {type(state).__name__}")

@@ -60,6 +60,7 @@ class HistoryCache:
     """Everything one builder remembers about one shared history."""
 
     __slots__ = (
+        "__weakref__",
         "by_options",
         "counts",
         "long_roles",
@@ -138,9 +139,22 @@ class BuildCaches:
 
     def __init__(self) -> None:
         self._histories: weakref.WeakSet[SharedHistory] = weakref.WeakSet()
+        # The last history asked for and its cache, both weakly (an agent loop asks for
+        # one history build after build; holding either would keep the history alive).
+        self._last: tuple[weakref.ref[SharedHistory], weakref.ref[HistoryCache]] | None = None
 
     def for_history(self, history: SharedHistory) -> HistoryCache:
         """The cache of ``history``, made on first use."""
+        last = self._last
+        if last is not None and last[0]() is history:
+            cache = last[1]()
+            if cache is not None:
+                return cache
+        found = self._find(history)
+        self._last = (weakref.ref(history), weakref.ref(found))
+        return found
+
+    def _find(self, history: SharedHistory) -> HistoryCache:
         caches = history.caches
         found = caches.get(self) if caches is not None else None
         if found is None:
