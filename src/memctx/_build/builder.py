@@ -129,15 +129,14 @@ class ContextBuilder:
         ``compress_to_fit`` gives old chunks a cheaper rendition rather than
         leaving them out for the budget (see :mod:`memctx.compress`).
         """
-        given: dict[str, Any] = options  # type: ignore[assignment]
-        if "compressors" in given or "compress_to_fit" in given:
-            given = dict(given)
-            compressors = given.pop("compressors", None)
-            compress_to_fit = given.pop("compress_to_fit", None)
+        given: Mapping[str, Any] = options
+        if "compressors" in given or "compress_to_fit" in given:  # copied only then
+            rest = dict(given)
+            compressors = rest.pop("compressors", None)
+            compress_to_fit = rest.pop("compress_to_fit", None)
             if compressors is not None or compress_to_fit is not None:
-                return self._build_compressed(
-                    state, max_tokens, given, compressors, compress_to_fit
-                )
+                return self._build_compressed(state, max_tokens, rest, compressors, compress_to_fit)
+            given = rest
         opts = self._parse_options(max_tokens, given)
         if not isinstance(state, MemoryState):
             raise BuildOptionError("state", f"must be a MemoryState, got {type(state).__name__}")
@@ -165,7 +164,6 @@ class ContextBuilder:
         costs = ChunkCosts(
             cache,
             items,
-            chain_key=count_key[0],
             renderer=self._rendering,
             tokenizer=tokenizer,
             count_key=count_key,

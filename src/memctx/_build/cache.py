@@ -220,7 +220,6 @@ class ChunkCosts:
         cache: HistoryCache,
         items: list[Chunk],
         *,
-        chain_key: ChainKey,
         renderer: XmlRendering,
         tokenizer: Tokenizer,
         count_key: CountKey,
@@ -228,6 +227,7 @@ class ChunkCosts:
         media_provider: str | None = None,
         media_positions: Collection[int] | None = None,
     ) -> None:
+        chain_key = count_key[0]  # the renderer chain's key
         rendered = cache.renderings.setdefault(chain_key, {})
         tokens = cache.counts.setdefault(count_key, {})
         self._items = items

@@ -71,7 +71,6 @@ class BuilderCounts:
         return ChunkCosts(
             cache,
             items,
-            chain_key=count_key[0],
             renderer=self._rendering,
             tokenizer=tokenizer,
             count_key=count_key,
