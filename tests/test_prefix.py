@@ -19,6 +19,7 @@ from memctx import (
     create_tokenizer,
 )
 from memctx._render.prefix import EncodingMemo, shared_messages, shared_prefix_tokens
+from memctx._render.segments import last_word_split_point, word_split_point
 from memctx._render.tokens import EstimatingTokenizer
 from strategies import examples
 
@@ -61,11 +62,15 @@ messages = st.lists(
 )
 # Texts around the points where tiktoken must split: newlines before and after
 # letters, digits, slashes, punctuation and (Unicode) whitespace.
-_FRAGMENTS = ["\n", "\n/", "\n ", "\n\n", "\r\n", "/", " ", ".", ">", "a", "B", "1", "'s"]
+_FRAGMENTS = [
+    *("\n", "\n/", "\n ", "\n\n", "\r\n", "/", " ", "  ", ".", ">", "a", "B", "1", "'s"),
+    *(" '", "'ll", "<x", '="', "\u0301"),
+]
 split_texts = st.lists(
     st.sampled_from([*_FRAGMENTS, "\t", "\u00a0", "\x1c", "\u3000", "é"]), max_size=12
 ).map("".join)
 roles = st.sampled_from(["system", "user", "assistant"])
+_ENCODINGS = ["cl100k_base", "o200k_base"]
 
 
 class TestSharedPrefixTokens:
@@ -174,6 +179,32 @@ class TestSharedPrefixTokens:
             0 <= shared <= min(estimator.count_messages(a), estimator.count_messages(b)) - priming
         )
         assert shared == shared_prefix_tokens(b, a, estimator)
+
+
+class TestWordSplitPoints:
+    """The points where tiktoken must split a text: the prefix figure encodes only between
+    the ones around the first differing character."""
+
+    @settings(max_examples=examples(300), deadline=None)
+    @given(text=split_texts, start=st.integers(0, 14), encoding=st.sampled_from(_ENCODINGS))
+    def test_a_text_encodes_as_its_two_sides_of_a_split_point(
+        self, text: str, start: int, encoding: str
+    ) -> None:
+        encode = create_tokenizer(encoding).encoding.encode_ordinary  # type: ignore[attr-defined]
+        end = min(start, len(text))
+        for split in (word_split_point(text, start), last_word_split_point(text, end)):
+            if split:
+                assert encode(text) == encode(text[:split]) + encode(text[split:])
+
+    def test_a_space_after_a_word_or_a_quote_is_a_split_point(self) -> None:
+        text = '<thinking id="g1">a  b'
+        assert word_split_point(text, 1) == 9  # before " id"
+        assert word_split_point(text, 10) == 19  # before "  b": only the first space
+        assert last_word_split_point(text, 12) == 9
+
+    def test_whitespace_before_a_space_is_not_a_split_point(self) -> None:
+        assert word_split_point("a\t b", 1) is None
+        assert last_word_split_point("\t b", 3) == 0
 
 
 class TestSharedMessages:

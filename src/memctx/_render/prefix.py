@@ -26,7 +26,7 @@ from operator import is_, truth
 from typing import Any
 
 from memctx._chunk import ContextMessage
-from memctx._render.segments import last_split_point, safe_split_point
+from memctx._render.segments import last_word_split_point, word_split_point
 from memctx._render.tokens import TiktokenTokenizer
 from memctx.typing import Tokenizer
 
@@ -81,9 +81,9 @@ def _common_content_tokens(
         # Both texts split at ``start`` (the characters around it are common), and
         # no shared token reaches past ``same``: only the tokens between ``start`` and
         # the first point at or after ``same`` where each text must split can differ.
-        start = last_split_point(a, same)
-        end_a = safe_split_point(a, same) or len(a)
-        end_b = safe_split_point(b, same) or len(b)
+        start = last_word_split_point(a, same)
+        end_a = word_split_point(a, same) or len(a)
+        end_b = word_split_point(b, same) or len(b)
         rest_b = encode(b[start:end_b])
         # a's count less the tokens of its rest, when that is the shorter text to encode.
         rest_is_shorter = start > 0 and len(a) - start <= start

@@ -10,15 +10,13 @@ from __future__ import annotations
 from memctx._chunk import Chunk, Role
 from memctx._render.registry import RendererRegistry
 from memctx._render.segments import SEPARATOR, RenderedChunk
-from memctx._render.xml_modes import current_modes
+from memctx._render.xml_modes import in_modes
 from memctx.xml import (
     DEFAULT_ATTRIBUTE_MODE,
     DEFAULT_CONTENT_MODE,
     SafeXml,
     XmlAttributeMode,
     XmlContentMode,
-    attribute_mode,
-    content_mode,
     count_forbidden,
     sanitize,
 )
@@ -42,16 +40,7 @@ class XmlRendering:
 
     def render_chunk(self, chunk: Chunk) -> RenderedChunk:
         """``chunk``'s role, segment (its XML and a newline) and replaced characters."""
-        content, attributes = current_modes()
-        if attributes == self.attributes:  # the usual case: the default attribute mode
-            if content == self.content:
-                role, xml = self.registry.render(chunk)
-            else:
-                with content_mode(self.content):
-                    role, xml = self.registry.render(chunk)
-        else:
-            with content_mode(self.content), attribute_mode(self.attributes):
-                role, xml = self.registry.render(chunk)
+        role, xml = in_modes(self.content, self.attributes, self.registry.render, chunk)
         if type(xml) is SafeXml:
             replaced = xml.replaced
         else:  # a renderer that did not use render_element: check its output
@@ -71,6 +60,8 @@ class XmlRendering:
 
     def render_prefix(self, chunk: Chunk, chars: int) -> str | None:
         """The start of ``chunk``'s XML with at most ``chars`` of its content, or None."""
-        with content_mode(self.content), attribute_mode(self.attributes):
-            text = self.registry.render_prefix(chunk, chars)
+        registry = self.registry
+        text = in_modes(
+            self.content, self.attributes, lambda c: registry.render_prefix(c, chars), chunk
+        )
         return None if text is None else sanitize(text)

@@ -53,6 +53,32 @@ def last_split_point(text: str, end: int) -> int:
     return 0
 
 
+def word_split_point(text: str, start: int) -> int | None:
+    """The first index ``>= start`` where tiktoken must split ``text``: a split point as in
+    :func:`safe_split_point`, or a space ``" "`` after a character other than whitespace
+    (no pre-token runs from a letter, digit or punctuation into a space after it, and
+    none starting before it looks past it), or None."""
+    found = safe_split_point(text, start)
+    index = text.find(" ", max(start, 1), found)
+    while index != -1:
+        if not text[index - 1].isspace():
+            return index
+        index = text.find(" ", index + 1, found)
+    return found
+
+
+def last_word_split_point(text: str, end: int) -> int:
+    """The last index below ``end`` that is a split point as in :func:`word_split_point`,
+    with both characters around it before ``end`` (0 if none)."""
+    found = last_split_point(text, end)
+    index = text.rfind(" ", max(found + 1, 1), end) if end >= 2 else -1
+    while index != -1:
+        if not text[index - 1].isspace():
+            return index
+        index = text.rfind(" ", max(found + 1, 1), index)
+    return found
+
+
 class RenderedChunk:
     """A chunk as a renderer chain made it: its role, its segment, replaced characters."""
 

@@ -7,8 +7,9 @@ renderers read them, so a renderer's signature carries neither.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextvars import ContextVar, Token
-from typing import Final, Literal, TypeAlias
+from typing import Final, Literal, TypeAlias, TypeVar
 
 from memctx._exceptions import XmlError
 
@@ -80,9 +81,24 @@ class attribute_mode(_ModeBlock):  # noqa: N801 -- used as a function: ``with at
         super().__init__(check_attribute_mode(mode))
 
 
-def current_modes() -> tuple[str, str]:
-    """The content mode and the attribute mode in force."""
-    return CONTENT_MODE.get(), _ATTRIBUTE_MODE.get()
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
+
+def in_modes(content: str, attributes: str, call: Callable[[_T], _R], argument: _T) -> _R:
+    """``call(argument)`` with the content and attribute modes set, each only if it is not
+    in force already (a builder renders every chunk so: no block object per chunk)."""
+    content_token = CONTENT_MODE.set(content) if CONTENT_MODE.get() != content else None
+    attribute_token = (
+        _ATTRIBUTE_MODE.set(attributes) if _ATTRIBUTE_MODE.get() != attributes else None
+    )
+    try:
+        return call(argument)
+    finally:
+        if attribute_token is not None:
+            _ATTRIBUTE_MODE.reset(attribute_token)
+        if content_token is not None:
+            CONTENT_MODE.reset(content_token)
 
 
 def lean_attributes() -> bool:
