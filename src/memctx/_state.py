@@ -6,7 +6,8 @@ import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
-from typing import Any, overload
+from operator import attrgetter
+from typing import Any, Final, overload
 
 import attrs
 
@@ -21,11 +22,16 @@ from memctx._exceptions import (
 from memctx._units import UnitsIndex
 from memctx._validators import MAX_THREAD_ID_LENGTH, non_empty_str, optional
 
+_id_of = attrgetter("id")
+_CHUNK_TYPE: Final = frozenset({Chunk})
+
 
 def _to_chunk_tuple(chunks: Iterable[Chunk]) -> tuple[Chunk, ...]:
     if isinstance(chunks, Chunk | str | bytes) or not isinstance(chunks, Iterable):
         raise InvalidChunkError("chunks", f"must be Chunks, got {type(chunks).__name__}")
     result = tuple(chunks)
+    if set(map(type, result)) <= _CHUNK_TYPE:  # checked at C speed; the loop finds the culprit
+        return result
     for index, chunk in enumerate(result):
         if not isinstance(chunk, Chunk):
             raise InvalidChunkError(
@@ -68,7 +74,7 @@ class SharedHistory:
         Held here, not by the builder, so that a cached result (which holds its state, and
         so this history) lets the history be collected with it."""
         items: list[Chunk] = list(chunks)
-        ids = {chunk.id: position for position, chunk in enumerate(items)}
+        ids = dict(zip(map(_id_of, items), range(len(items)), strict=True))
         if len(ids) != len(items):
             seen: set[str] = set()
             for chunk in items:
