@@ -74,7 +74,7 @@ class SharedHistory:
         Held here, not by the builder, so that a cached result (which holds its state, and
         so this history) lets the history be collected with it."""
         items: list[Chunk] = list(chunks)
-        ids = dict(zip(map(_id_of, items), range(len(items)), strict=True))
+        ids: dict[str, int] = dict(zip(map(_id_of, items), range(len(items)), strict=True))
         if len(ids) != len(items):
             seen: set[str] = set()
             for chunk in items:
