@@ -18,7 +18,12 @@ from memctx import (
     create_builder,
     create_tokenizer,
 )
-from memctx._render.prefix import EncodingMemo, shared_messages, shared_prefix_tokens
+from memctx._render.prefix import (
+    EncodingMemo,
+    _common_prefix_length,
+    shared_messages,
+    shared_prefix_tokens,
+)
 from memctx._render.segments import last_word_split_point, word_split_point
 from memctx._render.tokens import EstimatingTokenizer
 from strategies import examples
@@ -179,6 +184,19 @@ class TestSharedPrefixTokens:
             0 <= shared <= min(estimator.count_messages(a), estimator.count_messages(b)) - priming
         )
         assert shared == shared_prefix_tokens(b, a, estimator)
+
+
+@given(
+    common=st.text("ab", max_size=400),
+    rest_a=st.text("abc", max_size=300),
+    rest_b=st.text("abd", max_size=300),
+)
+def test_the_common_prefix_length_is_where_two_texts_first_differ(
+    common: str, rest_a: str, rest_b: str
+) -> None:
+    a, b = common + rest_a, common + rest_b
+    expected = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), None)
+    assert _common_prefix_length(a, b) == (min(len(a), len(b)) if expected is None else expected)
 
 
 class TestWordSplitPoints:

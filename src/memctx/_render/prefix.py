@@ -119,12 +119,12 @@ def _common_prefix_length(a: str, b: str) -> int:
     # Texts often differ early: grow the probe first, so that only a short
     # stretch is searched and copied.
     step = 64
-    while step < high and a[:step] == b[:step]:
+    while step < high and a.startswith(b[low:step], low):  # a[:low] == b[:low] throughout
         low, step = step, step * 4
     high = min(high, step)
-    while low < high:  # binary search: slices compare at C speed
+    while low < high:  # binary search: only the stretch not yet known equal is compared
         middle = (low + high + 1) // 2
-        if a[:middle] == b[:middle]:
+        if a.startswith(b[low:middle], low):
             low = middle
         else:
             high = middle - 1
