@@ -283,6 +283,7 @@ def round_trips(store: MemoryStore, store_url: str) -> Iterator[Callable[[], int
             engine.dispose()  # every connection from now on is a new one, traced
             event.listen(engine, "connect", listen)
         yield count
+        store.close()  # (its connections back in the pool, which is closed next)
         for engine in engines:
             event.remove(engine, "connect", listen)
             engine.dispose()

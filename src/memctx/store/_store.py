@@ -49,6 +49,7 @@ from memctx.store._engine import (
     retry_busy,
     write_engine,
 )
+from memctx.store._held import HeldConnection
 from memctx.store._paged import PagedBuilt
 from memctx.store._paged_reads import read_light
 from memctx.store._paged_record import paged_in_one
@@ -85,7 +86,8 @@ class MemoryStore:
         self._write = write_engine(self._engine)
         self._read = read_engine(self._engine)
         self._build_write = build_record_engine(self._engine)
-        self._autocommit_builds = self._engine.dialect.name == "postgresql"
+        # PostgreSQL: paged builds run on a connection the store keeps, in autocommit.
+        self._held = HeldConnection(self._build_write) if self.backend == "postgresql" else None
         self._in_memory = self._engine.dialect.name == "sqlite" and in_memory(self._url)
         self._closed = False
         self._builder: ContextBuilder | None = None
@@ -142,6 +144,8 @@ class MemoryStore:
         left-out list, read when first asked for, is still read: it opens and closes a
         connection of its own)."""
         self._closed = True
+        if self._held is not None:
+            self._held.close()
         self._engine.dispose()
         self._build_write.engine.dispose()
 
@@ -189,11 +193,11 @@ class MemoryStore:
         build: no ORM state to set up and tear down)."""
 
         def attempt() -> R:
-            with engine.connect() as connection:
-                if self._autocommit_builds:  # PostgreSQL: no BEGIN, nothing to commit
+            if self._held is not None:  # PostgreSQL: no BEGIN, nothing to commit
+                with self._held.use() as connection:
                     return operation(connection, *args, **kwargs)
-                with connection.begin():
-                    return operation(connection, *args, **kwargs)
+            with engine.connect() as connection, connection.begin():
+                return operation(connection, *args, **kwargs)
 
         try:
             return retry_busy(attempt)
