@@ -20,7 +20,7 @@ from sqlmodel import Session
 
 from memctx._build.builder import ContextBuilder, create_builder
 from memctx._build.compress_report import CompressionReport
-from memctx._build.options import BuildKwargs, parse_build_options
+from memctx._build.options import BuildKwargs
 from memctx._chunk import Chunk, ChunkType
 from memctx._exceptions import StoreArgumentError, StoreError, ThreadExistsError
 from memctx._progress import Progress
@@ -50,6 +50,7 @@ from memctx.store._engine import (
     write_engine,
 )
 from memctx.store._held import HeldConnection
+from memctx.store._options import ParsedOptions
 from memctx.store._paged import PagedBuilt
 from memctx.store._paged_reads import read_light
 from memctx.store._paged_record import paged_in_one
@@ -92,6 +93,7 @@ class MemoryStore:
         self._closed = False
         self._builder: ContextBuilder | None = None
         self._built_states = _build.BuiltStates()
+        self._parse_options = ParsedOptions()
         try:
             ensure_schema(self._engine, describe(self._url))
         except BaseException:
@@ -594,7 +596,7 @@ class MemoryStore:
         builder = self._builder_for(builder)
         compressors = options.pop("compressors", None)
         compress_to_fit = options.pop("compress_to_fit", None)
-        parsed = parse_build_options(max_tokens, options)
+        parsed = self._parse_options(max_tokens, options)
         if compressors is not None or compress_to_fit is not None:
             state, seen = self._run(False, _view_apply.read_view, thread_id)
             result, events = _build.compressed_built(
