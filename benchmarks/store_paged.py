@@ -33,6 +33,7 @@ from benchmarks.postgres import postgres_databases
 from benchmarks.timing import Timing, timed_call
 from benchmarks.workloads import FreshChunks, fresh_copy, generate, load_corpus
 from memctx import ContextBuildResult, MemoryState, create_builder, create_tokenizer
+from memctx.statefile import chunk_from_dict, chunk_to_dict
 
 T = TypeVar("T")
 THREAD = "paged"
@@ -131,7 +132,9 @@ def run_paged(
                 result.rows_read = event.payload["chunks_read"]
                 for _ in range(appends):
                     chunk = fresh.next()
-                    store.append(THREAD, chunk)
+                    # The store gets an equal chunk of its own: its rebuild may take the
+                    # chunk it was given, and shares nothing with the in-memory build.
+                    store.append(THREAD, chunk_from_dict(chunk_to_dict(chunk)))
                     order.append(chunk.id)
                     copy = copy.append(chunk)
                     elapsed, memory = timed_call(partial(builder.build, copy, budget))

@@ -11,6 +11,7 @@ before it, or while it ran.
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import os
 import sqlite3
@@ -157,6 +158,26 @@ class TestARebuildAfterItsOwnAppend:
         # Its count was stored: the newly opened store counted nothing.
         assert store.events("t", CONTEXT_BUILT)[-1].payload["tokens_counted"] == 0
 
+    def test_a_chunk_of_another_time_zone_is_in_it_as_a_read_gives_it(
+        self, open_store: Any, store: MemoryStore
+    ) -> None:
+        """The rebuild takes the chunks the append was given where they are the chunks a
+        read gives: a ``created_at`` in UTC (another offset reads back as a fixed one)."""
+        paris = dt.timezone(dt.timedelta(hours=1), "CET")
+        store.create_thread("t")
+        store.append("t", *(chunks.user(f"turn {n} " * 20, id=f"u{n}") for n in range(5)))
+        store.build("t", max_tokens=300, tokenizer=GPT4O)
+        when = dt.datetime(2026, 5, 17, 9, 30, tzinfo=paris)
+        store.append("t", chunks.user("in Paris", id="p", created_at=when), chunks.user("here"))
+
+        result = store.build("t", max_tokens=300, tokenizer=GPT4O)
+
+        fresh = fresh_build(open_store, "t", max_tokens=300, tokenizer=GPT4O)
+        same_build(result, fresh)
+        zones = [c.created_at.tzname() for c in result.included_chunks]
+        assert zones == [c.created_at.tzname() for c in fresh.included_chunks]
+        assert zones[-2:] == ["UTC+01:00", "UTC"]
+
 
 class TestAnotherWriter:
     def test_an_append_by_another_store_before_the_rebuild_is_in_it(
@@ -283,6 +304,7 @@ def round_trips(store: MemoryStore, store_url: str) -> Iterator[Callable[[], int
             engine.dispose()  # every connection from now on is a new one, traced
             event.listen(engine, "connect", listen)
         yield count
+        store.close()  # (its connections back in the pool, which is closed next)
         for engine in engines:
             event.remove(engine, "connect", listen)
             engine.dispose()

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import datetime as _dt
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import attrs
 
+from memctx._chunk import Chunk
 from memctx.store._plain import Plain, Where
 from memctx.store._row_reads import in_parts
 
@@ -63,6 +64,9 @@ class OwnAppend:
     older: tuple[tuple[Any, ...], ...]
     """Light rows ``(seq, id, type, unit, opener, pinned, origin)`` of the members,
     stored before this append, of the units of the chunks it was given."""
+    chunks: tuple[Chunk | None, ...] = ()
+    """The chunk given for each row, where it is the chunk a read of the row gives
+    (:func:`with_chunks`; empty: none is)."""
 
     @property
     def last(self) -> int:
@@ -74,6 +78,27 @@ class Noted:
     """Where an append puts its :class:`OwnAppend` (None: nothing new was written)."""
 
     value: OwnAppend | None = None
+
+
+def with_chunks(noted: Noted | None, given: Iterable[Chunk]) -> None:
+    """Add to what ``noted`` was told the chunks the append was given for its rows, so
+    that the build need not make them again from the rows.
+
+    A chunk stored reads back equal, rendering the same (the store's round trip),
+    and its ``created_at`` in the offset it was given: the same ``tzinfo`` object
+    only for UTC, the chunks' default. A chunk of another time zone is made from its
+    row, as a read makes it (its ``tzinfo`` is then the read's).
+    """
+    if noted is None or noted.value is None:
+        return
+    by_id: dict[str, Chunk] = {}
+    for chunk in given:
+        by_id.setdefault(chunk.id, chunk)  # (the first of two equal ones is stored)
+    chunks = tuple(
+        chunk if chunk.created_at.tzinfo is _dt.UTC else None
+        for chunk in map(by_id.__getitem__, (values["chunk_id"] for values in noted.value.rows))
+    )
+    noted.value = attrs.evolve(noted.value, chunks=chunks)
 
 
 def stored_and_units(

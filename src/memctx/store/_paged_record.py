@@ -17,10 +17,12 @@ store builds again from a read.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import datetime as _dt
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from typing import Any, Final, TypeVar
 
+from sqlalchemy import Connection
 from sqlmodel import Session
 
 from memctx._build.builder import ContextBuilder
@@ -31,6 +33,7 @@ from memctx.store._paged import PagedBuilt, paged_build
 from memctx.store._paged_rows import Lister
 from memctx.store._paged_thread import PagedThread
 from memctx.store._plain import Plain, Where, connection_of
+from memctx.store._prepared import Prepared
 from memctx.store._queries import get_thread
 from memctx.store._records import CONTEXT_BUILT
 from memctx.store._schema import UTCDateTime, dump_json, now
@@ -83,17 +86,21 @@ _RECORD_PG: Final = Plain(
     " SELECT :thread_id, :kind, :payload, :created_at FROM relaxed"
 )
 
-# The same, written only if the thread is still in the state built (see _record).
-_RECORD_PG_IF: Final = Plain(
-    "WITH current AS (SELECT 1 FROM memctx_threads WHERE id = :thread_id"
-    " AND created_at = :created AND batch = :batch AND last_seq = :last),"
+# The same, written only if the thread is still in the state built (see _record); run
+# through libpq (:mod:`._prepared`): $1 thread, $2-$4 its created_at, batch and last_seq,
+# $5 tokenizer, $6 renderer, $7 sequence numbers, $8 their counts, $9-$11 the event.
+_RECORD_PG_IF: Final = Prepared(
+    "memctx_record_if",
+    "WITH current AS (SELECT 1 FROM memctx_threads WHERE id = $1"
+    " AND created_at = CAST($2 AS timestamptz) AND batch = CAST($3 AS integer)"
+    " AND last_seq = CAST($4 AS integer)),"
     " relaxed AS (SELECT set_config('synchronous_commit', 'off', true) FROM current),"
     " counted AS (INSERT INTO memctx_token_counts (thread_id, seq, tokenizer, renderer,"
-    " tokens) SELECT :thread_id, s, :tokenizer, :renderer, t"
-    " FROM unnest(CAST(:seqs AS integer[]), CAST(:tokens AS integer[])) AS u (s, t)"
+    " tokens) SELECT $1, s, $5, $6, t"
+    " FROM unnest(CAST($7 AS integer[]), CAST($8 AS integer[])) AS u (s, t)"
     " WHERE EXISTS (SELECT 1 FROM current) ON CONFLICT DO NOTHING)"
     " INSERT INTO memctx_events (thread_id, kind, payload, created_at)"
-    " SELECT :thread_id, :kind, :payload, :created_at FROM relaxed"
+    " SELECT $1, $9, $10, CAST($11 AS timestamptz) FROM relaxed",
 )
 _VERSION_NOW: Final = Plain(
     "SELECT created_at, batch, last_seq FROM memctx_threads WHERE id = :thread_id"
@@ -109,6 +116,8 @@ def _record(
     Whether it was written."""
     counted = sorted(built.counted.items()) if built.tokenizer is not None else []
     dialect = connection_of(session).dialect
+    if dialect.name == "postgresql" and expect is not None:
+        return _record_if_pg(connection_of(session), thread_id, built, counted, expect)
     event = {
         "thread_id": thread_id,
         "kind": CONTEXT_BUILT,
@@ -123,14 +132,8 @@ def _record(
             "seqs": [s for s, _ in counted],
             "tokens": [t for _, t in counted],
         }
-        if expect is None:
-            _RECORD_PG.run(session, params)
-            return True
-        version = dict(zip(("created", "batch", "last"), expect, strict=True))
-        cursor = _RECORD_PG_IF.execute(session, {**params, **version})
-        written: bool = cursor.rowcount == 1
-        cursor.close()
-        return written
+        _RECORD_PG.run(session, params)
+        return True
     if expect is not None:
         found = _VERSION_NOW.tuples(session, {"thread_id": thread_id})
         if not found or tuple(found[0]) != expect:
@@ -142,7 +145,44 @@ def _record(
     return True
 
 
+def _record_if_pg(
+    connection: Connection,
+    thread_id: str,
+    built: Built,
+    counted: list[tuple[int, int]],
+    expect: tuple[object, int, int],
+) -> bool:
+    """:func:`_record` on PostgreSQL with ``expect``: one statement, through libpq."""
+    created, batch, last = expect
+    params = [
+        thread_id,
+        _utc(created).isoformat(),
+        str(batch),
+        str(last),
+        built.tokenizer or "",
+        built.renderer,
+        _array(s for s, _ in counted),
+        _array(t for _, t in counted),
+        CONTEXT_BUILT,
+        dump_json(built.payload),  # numbers, names and None (build_payload)
+        now().isoformat(),
+    ]
+    return _RECORD_PG_IF.run(connection, params) == 1
+
+
 _TIMESTAMP: Final = UTCDateTime()
+
+
+def _utc(value: object) -> _dt.datetime:
+    """A thread's ``created_at`` as the driver read it, as an instant in UTC."""
+    when = instant(value)
+    assert isinstance(when, _dt.datetime)
+    return when.astimezone(_dt.UTC)
+
+
+def _array(values: Iterable[int]) -> str:
+    """PostgreSQL's text form of an array of integers."""
+    return "{" + ",".join(map(str, values)) + "}"
 
 
 def _in_session(session: Where, function: Callable[..., T], *arguments: Any) -> T:

@@ -44,6 +44,8 @@ class Start:
     """Stored counts of the appended rows, by sequence number."""
     units: list[LightRow] = attrs.Factory(list)
     """Every member of the units of appended rows the kept thread did not know."""
+    given: dict[int, Chunk] = attrs.Factory(dict)
+    """The chunks this store was given for appended rows, by sequence number."""
 
 
 _OwnRow = namedtuple(
@@ -79,7 +81,10 @@ def own_start(thread_id: str, kept: PagedThread, own: Sequence[OwnAppend]) -> St
         for n in run:
             units.update((r[0], r) for r in n.older if r[3] in keys)
         units.update((r.seq, _light(r, r.seq)) for r in rows if r.unit_key in keys)
-    return Start(kept.created_at, kept.batch, run[-1].last, None, rows, {}, list(units.values()))
+    given = {seq: c for n in run for seq, c in enumerate(n.chunks, n.first) if c is not None}
+    return Start(
+        kept.created_at, kept.batch, run[-1].last, None, rows, {}, list(units.values()), given
+    )
 
 
 def read_start(
@@ -268,7 +273,8 @@ class PagedThread:
                     self.answered.add(unit)
                     self.pending.discard(known[0] if known else i)
                 known.append(i)
-            self.chunks[i] = row_to_chunk(row)
+            given = start.given.get(row.seq)
+            self.chunks[i] = row_to_chunk(row) if given is None else given
             count = start.counts.get(row.seq)
             if count is not None and self.counts_key is not None:
                 self.counts[i] = count

@@ -20,7 +20,7 @@ from sqlmodel import Session
 
 from memctx._build.builder import ContextBuilder, create_builder
 from memctx._build.compress_report import CompressionReport
-from memctx._build.options import BuildKwargs, parse_build_options
+from memctx._build.options import BuildKwargs
 from memctx._chunk import Chunk, ChunkType
 from memctx._exceptions import StoreArgumentError, StoreError, ThreadExistsError
 from memctx._progress import Progress
@@ -49,6 +49,8 @@ from memctx.store._engine import (
     retry_busy,
     write_engine,
 )
+from memctx.store._held import HeldConnection
+from memctx.store._options import ParsedOptions
 from memctx.store._paged import PagedBuilt
 from memctx.store._paged_reads import read_light
 from memctx.store._paged_record import paged_in_one
@@ -85,11 +87,13 @@ class MemoryStore:
         self._write = write_engine(self._engine)
         self._read = read_engine(self._engine)
         self._build_write = build_record_engine(self._engine)
-        self._autocommit_builds = self._engine.dialect.name == "postgresql"
+        # PostgreSQL: paged builds run on a connection the store keeps, in autocommit.
+        self._held = HeldConnection(self._build_write) if self.backend == "postgresql" else None
         self._in_memory = self._engine.dialect.name == "sqlite" and in_memory(self._url)
         self._closed = False
         self._builder: ContextBuilder | None = None
         self._built_states = _build.BuiltStates()
+        self._parse_options = ParsedOptions()
         try:
             ensure_schema(self._engine, describe(self._url))
         except BaseException:
@@ -142,6 +146,8 @@ class MemoryStore:
         left-out list, read when first asked for, is still read: it opens and closes a
         connection of its own)."""
         self._closed = True
+        if self._held is not None:
+            self._held.close()
         self._engine.dispose()
         self._build_write.engine.dispose()
 
@@ -189,11 +195,11 @@ class MemoryStore:
         build: no ORM state to set up and tear down)."""
 
         def attempt() -> R:
-            with engine.connect() as connection:
-                if self._autocommit_builds:  # PostgreSQL: no BEGIN, nothing to commit
+            if self._held is not None:  # PostgreSQL: no BEGIN, nothing to commit
+                with self._held.use() as connection:
                     return operation(connection, *args, **kwargs)
-                with connection.begin():
-                    return operation(connection, *args, **kwargs)
+            with engine.connect() as connection, connection.begin():
+                return operation(connection, *args, **kwargs)
 
         try:
             return retry_busy(attempt)
@@ -590,7 +596,7 @@ class MemoryStore:
         builder = self._builder_for(builder)
         compressors = options.pop("compressors", None)
         compress_to_fit = options.pop("compress_to_fit", None)
-        parsed = parse_build_options(max_tokens, options)
+        parsed = self._parse_options(max_tokens, options)
         if compressors is not None or compress_to_fit is not None:
             state, seen = self._run(False, _view_apply.read_view, thread_id)
             result, events = _build.compressed_built(

@@ -19,7 +19,7 @@ from memctx._chunk import Chunk
 from memctx._exceptions import StoreArgumentError, ThreadExistsError
 from memctx._progress import Progress
 from memctx._state import MemoryState
-from memctx.store._own_appends import Noted
+from memctx.store._own_appends import Noted, with_chunks
 from memctx.store._queries import (
     append_chunks,
     check_event_kind,
@@ -109,6 +109,7 @@ def append(
     update = {} if thread_metadata is None else check_metadata(thread_metadata)
     thread = get_thread(session, thread_id, lock=True)
     added = append_chunks(session, thread, prepared, progress.advance, noted)
+    with_chunks(noted, given)
     merge_metadata(session, thread, update)
     progress.finish()
     return added
@@ -130,6 +131,7 @@ def append_with(
         )
     chunks, update = made
     added = append_chunks(session, thread, prepare_chunks(thread_id, chunks), noted=noted)
+    with_chunks(noted, chunks)
     merge_metadata(session, thread, {} if update is None else check_metadata(update))
     return added
 
