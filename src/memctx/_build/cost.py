@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from memctx._build.cache import ChunkCosts
+from memctx._build.chunk_costs import ChunkCosts
 from memctx._chunk import Role
 from memctx._render.segments import SEPARATOR
 from memctx.typing import Tokenizer
