@@ -7,7 +7,8 @@ miss: a long chunk only as far as a limit needs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+import itertools
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import Final, cast
 
 from memctx._build.cache import CountKey, HistoryCache
@@ -36,10 +37,18 @@ class ChunkCosts:
     An image or document chunk costs its segment (the short placeholder) plus
     its media cost by the formula of ``media_provider`` (OpenAI's when None):
     the cached counts are of the segments only, so they serve every provider.
+
+    :meth:`count_ahead` counts the chunks a walk will likely need in batches
+    (on several threads, with a tokenizer that has ``count_many``); those
+    counts serve :meth:`measure` and :meth:`measure_within` exactly as a count
+    of their own would, so a build returns and remembers the same either way.
     """
 
     __slots__ = (
+        "_ahead",
+        "_batch_min_chars",
         "_count",
+        "_count_many",
         "_items",
         "_media",
         "_media_provider",
@@ -80,6 +89,15 @@ class ChunkCosts:
         more_than = getattr(tokenizer, "more_than", None)
         self._more_than: Callable[..., bool] | None = more_than if callable(more_than) else None
         self.adds_up = adds_up
+        count_many = getattr(tokenizer, "count_many", None)
+        least = getattr(tokenizer, "batch_min_chars", None)
+        batches = callable(count_many) and type(least) is int
+        self._count_many: Callable[[Sequence[str]], list[int]] | None = (
+            count_many if batches else None
+        )
+        self._batch_min_chars: int = least if isinstance(least, int) else 0
+        # Counts made ahead by count_ahead, not yet asked for: position -> tokens.
+        self._ahead: dict[int, int] = {}
 
     def media(self, position: int) -> int:
         """The media cost of the chunk at ``position`` (0 for a chunk that is no image or
@@ -139,7 +157,10 @@ class ChunkCosts:
         its media."""
         found = self._tokens.get(position)
         if found is None:
-            found = self._tokens[position] = self._count(self.rendered(position).segment)
+            found = self._ahead.pop(position, None)
+            if found is None:
+                found = self._count(self.rendered(position).segment)
+            self._tokens[position] = found
         media = self._media
         if media is not None and position not in media:
             return found
@@ -160,11 +181,83 @@ class ChunkCosts:
             return None
         tokens = self._tokens.get(position)
         if tokens is None:
-            if self.adds_up:
+            tokens = self._ahead.pop(position, None)
+            if tokens is not None and (tokens <= limit or not self.adds_up):
+                # What counting it now would find and keep (in pieces, it would finish).
+                self._tokens[position] = tokens
+                self._partial.pop(position, None)
+            elif self.adds_up:  # over the limit: measured as ever, as far as the limit needs
                 counted = self._count_within(position, limit)
                 return None if counted is None else counted + media
-            tokens = self.measure(position) - media
+            else:
+                tokens = self.measure(position) - media
         return tokens + media if tokens <= limit else None
+
+    def count_ahead(self, positions_desc: Iterable[int], room: int | None) -> None:
+        """Count in batches the chunks a newest-first walk of ``positions_desc`` will
+        likely measure: those not counted yet, newest first, as far as ``room`` tokens go
+        (all of them when ``room`` is None).
+
+        What fits is guessed at :data:`AHEAD_CHARS_PER_TOKEN` characters a token, then
+        corrected by the batch's counts, and the next batch takes what is still guessed
+        to fit. Only with a tokenizer that counts batches (``count_many``), and only
+        batches of at least its ``batch_min_chars`` characters: what is left is counted
+        by the walk, one by one, as ever. Chunks longer than :data:`LONG_CHUNK_CHARS`
+        or counted in part are left to :meth:`measure_within` (which counts as far as a
+        limit needs).
+        """
+        count_many, least = self._count_many, self._batch_min_chars
+        if count_many is None or (room is not None and room * AHEAD_CHARS_PER_TOKEN < least):
+            return
+        positions = iter(positions_desc)
+        stopped_at: int | None = None
+        while True:
+            batch, texts, guessed, room, stopped_at = self._next_batch(positions, stopped_at, room)
+            if not texts or sum(map(len, texts)) < least:
+                return  # too little to pay for a batch: the walk counts them
+            counts = count_many(texts)
+            self._ahead.update(zip(batch, counts, strict=True))
+            if room is None or stopped_at is None:
+                return  # every candidate was taken
+            room += guessed - sum(counts)  # the guess corrected by the counts
+            if room * AHEAD_CHARS_PER_TOKEN < least:
+                return
+
+    def _next_batch(
+        self, positions: Iterator[int], stopped_at: int | None, room: int | None
+    ) -> tuple[list[int], list[str], int, int | None, int | None]:
+        """The next batch: ``(positions, segments, tokens guessed for them, room left
+        after them, the position it stopped at as guessed not to fit or None)``."""
+        items, tokens, ahead, partial = self._items, self._tokens, self._ahead, self._partial
+        batch: list[int] = []
+        texts: list[str] = []
+        guessed = 0
+        walked = positions if stopped_at is None else itertools.chain((stopped_at,), positions)
+        for position in walked:
+            known = tokens.get(position)
+            if known is None:
+                known = ahead.get(position)
+            segment = None
+            if known is not None:
+                cost = known
+            elif _is_long(items[position]):
+                cost = len(cast("str", items[position].content)) // AHEAD_CHARS_PER_TOKEN
+            else:
+                segment = self.rendered(position).segment
+                cost = len(segment) // AHEAD_CHARS_PER_TOKEN
+                # One counted in part goes on from there (no character is counted twice).
+                if position in partial:
+                    segment = None
+            if room is not None:
+                cost += self.media(position)
+                if cost > room:
+                    return batch, texts, guessed, room, position
+                room -= cost
+            if segment is not None:
+                batch.append(position)
+                texts.append(segment)
+                guessed += len(segment) // AHEAD_CHARS_PER_TOKEN
+        return batch, texts, guessed, room, None
 
     def _count_within(self, position: int, limit: int) -> int | None:
         if position not in self._rendered and _is_long(self._items[position]):
@@ -229,6 +322,11 @@ class _NeedsMore:
 
 
 _NEEDS_MORE: Final = _NeedsMore()
+
+AHEAD_CHARS_PER_TOKEN: Final = 3
+"""Characters a token is guessed to hold when :meth:`ChunkCosts.count_ahead` guesses what
+fits: fewer than most text has (3.2-4.5), so a batch seldom passes the room; what it
+leaves is taken by the next batch, once the counts are known."""
 
 LONG_CHUNK_CHARS: Final = 1 << 16
 """Chunks with more text than this are rendered in part while only a part can fit."""
