@@ -212,7 +212,7 @@ class TestCountMany:
 
 def _sleepy_encode(text: str) -> list[int]:
     """One token a character, found while sleeping (no CPU time: as if crowded out)."""
-    time.sleep(0.002)
+    time.sleep(0.005)
     return [0] * len(text)
 
 
@@ -240,7 +240,8 @@ class TestThreadedCounter:
     def test_threads_that_did_not_run_side_by_side_give_way_for_a_while(self) -> None:
         counter = ThreadedCounter(_sleepy_encode, 2, serial_after_crowded_s=0.2)
         assert counter.pays()
-        assert counter.count_many(["ab", "c", "def", "gh"], 0) == [2, 1, 3, 2]
+        texts = ["ab", "c", "def", "gh"] * 3  # long enough (in time) to judge the machine by
+        assert counter.count_many(texts, 0) == [2, 1, 3, 2] * 3
         assert not counter.pays()  # they used almost no CPU time: as on a busy machine
         time.sleep(0.25)
         assert counter.pays()

@@ -35,7 +35,7 @@ class CostModel:
     known: Callable[[int], int | None]
     """The count of ``p`` if it was counted in full already, else None (never counts)."""
     count_ahead: Callable[[Iterable[int], int | None], None]
-    """``count_ahead(positions newest first, room or None)``: counts in one batch what a
+    """``count_ahead(positions newest first, room or None)``: counts in batches what a
     newest-first walk will likely measure (see :meth:`ChunkCosts.count_ahead`)."""
     overhead: Overheads
     system_base: int

@@ -46,7 +46,7 @@ def _new_walk(problem: SelectionProblem) -> NewestFirstWalk:
 
 
 def _count_ahead(problem: SelectionProblem, share: float = 1.0) -> None:
-    """Have what a newest-first walk will likely measure counted in one batch (on several
+    """Have what a newest-first walk will likely measure counted in batches (on several
     threads where that pays): the candidates newest first within ``share`` of the room
     left by what is fixed, or all of them without a budget."""
     budget = problem.budget

@@ -25,6 +25,10 @@ SIDE_BY_SIDE: Final = 1.25
 """CPU time over wall time below which a batch's threads are taken not to have run side by
 side (measured on 2 cores: 1.6 when idle, 1.0 with one core busy elsewhere)."""
 
+JUDGED_FROM_S: Final = 0.01
+"""Batches that take less time than this say nothing of the machine (waking a helper thread
+takes a part of it)."""
+
 SERIAL_AFTER_CROWDED_S: Final = 5.0
 """Seconds a counter counts on the calling thread alone, by default, after its threads did
 not run side by side."""
@@ -96,7 +100,8 @@ class ThreadedCounter:
                     pass
             for helper in helpers:
                 helper.result()
-        if time.process_time() - cpu_started < SIDE_BY_SIDE * (time.perf_counter() - started):
+        took = time.perf_counter() - started
+        if took >= JUDGED_FROM_S and time.process_time() - cpu_started < SIDE_BY_SIDE * took:
             self._serial_until = time.monotonic() + self.serial_after_crowded_s
         return counts
 
