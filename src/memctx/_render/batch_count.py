@@ -25,7 +25,7 @@ SIDE_BY_SIDE: Final = 1.25
 """CPU time over wall time below which a batch's threads are taken not to have run side by
 side (measured on 2 cores: 1.6 when idle, 1.0 with one core busy elsewhere)."""
 
-JUDGED_FROM_S: Final = 0.01
+JUDGED_FROM_S: Final = 0.005
 """Batches that take less time than this say nothing of the machine (waking a helper thread
 takes a part of it)."""
 

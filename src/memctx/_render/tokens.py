@@ -123,9 +123,12 @@ class TiktokenTokenizer(_ChatFormatMixin):
     its own); see :class:`~memctx._render.batch_count.ThreadedCounter`.
     """
 
-    parallel_min_chars: ClassVar[int] = 32_000
-    """The fewest characters a batch needs to be counted on several threads (measured:
-    below it handing the texts to the threads costs about what they save)."""
+    parallel_min_chars: ClassVar[int] = 256_000
+    """The fewest characters a batch needs to be counted on several threads: on 2 idle
+    cores threads pay from about 10,000 characters on, but with a core busy elsewhere a
+    batch of 100,000 (5 ms) counts 10% slower on them, and only a batch long enough to
+    judge the machine by (:data:`~memctx._render.batch_count.JUDGED_FROM_S`) makes the
+    tokenizer fall back to one thread."""
     serial_after_crowded_s: ClassVar[float] = SERIAL_AFTER_CROWDED_S
     """Seconds batches are counted on the calling thread alone after a batch whose threads
     did not run side by side (a machine busy with other work: there they only cost)."""
