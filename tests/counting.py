@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from memctx import TiktokenTokenizer
 
 
@@ -15,3 +17,7 @@ class CountingTokenizer(TiktokenTokenizer):
     def count(self, text: str) -> int:
         self.texts.append(text)
         return super().count(text)
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        self.texts.extend(texts)
+        return super().count_many(texts)

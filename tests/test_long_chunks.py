@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import memctx._build.cache
+import memctx._build.chunk_costs
 from histories import agent_histories, build_options
 from memctx import (
     BudgetExceededError,
@@ -40,11 +40,11 @@ from strategies import examples, texts
 @contextmanager
 def long_from(chars: int, prefix: int | None = None) -> Iterator[None]:
     """Chunks of more than ``chars`` characters are long; prefixes of ``prefix`` characters."""
-    with mock.patch.object(memctx._build.cache, "LONG_CHUNK_CHARS", chars):
+    with mock.patch.object(memctx._build.chunk_costs, "LONG_CHUNK_CHARS", chars):
         if prefix is None:
             yield
             return
-        with mock.patch.object(memctx._build.cache, "prefix_chars", return_value=prefix):
+        with mock.patch.object(memctx._build.chunk_costs, "prefix_chars", return_value=prefix):
             yield
 
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import signal
+import time
 
 import pytest
 import tiktoken
@@ -17,6 +20,7 @@ from memctx import (
     create_tokenizer,
 )
 from memctx._render import tokens as _tokens
+from memctx._render.batch_count import ThreadedCounter, count_each
 
 # The six messages of OpenAI's cookbook "How to count tokens with tiktoken";
 # it publishes 129 prompt tokens for gpt-3.5-turbo/gpt-4 and 124 for gpt-4o.
@@ -162,9 +166,102 @@ class TestOfflineEncodings:
         # encode() would raise on "<|endoftext|>"; memory text may contain it.
         assert gpt4o.count("<|endoftext|>") > 1
 
-    def test_count_many_equals_counting_one_by_one(self, gpt4o: TiktokenTokenizer) -> None:
-        texts = [f"text number {i} " * (i * 500) for i in range(12)]
-        assert gpt4o.count_many(texts) == [gpt4o.count(t) for t in texts]
+
+# Texts of about 200,000 characters in all: past parallel_min_chars, so counted on threads.
+LONG_BATCH = tuple(f"text number {i}\n日本語 🙂 " * (i * 300) for i in range(13))
+
+
+class TestCountMany:
+    def test_a_long_batch_counted_on_threads_equals_counting_one_by_one(self) -> None:
+        tokenizer = TiktokenTokenizer("o200k_base", threads=3)
+        assert sum(map(len, LONG_BATCH)) >= tokenizer.parallel_min_chars
+        assert tokenizer.count_many(LONG_BATCH) == [tokenizer.count(t) for t in LONG_BATCH]
+
+    @pytest.mark.parametrize("threads", [1, 2])
+    def test_a_short_batch_equals_counting_one_by_one(self, threads: int) -> None:
+        tokenizer = TiktokenTokenizer("cl100k_base", threads=threads)
+        texts = ["", "a", "hello world\n", "<|endoftext|>"]
+        assert tokenizer.count_many(texts) == [tokenizer.count(t) for t in texts]
+        assert tokenizer.count_many([]) == []
+
+    def test_an_error_is_raised_to_the_caller(self) -> None:
+        tokenizer = TiktokenTokenizer("o200k_base", threads=2)
+        with pytest.raises(TypeError):
+            tokenizer.count_many([*LONG_BATCH, 42])  # type: ignore[list-item]
+
+    def test_one_thread_says_batches_do_not_pay(self) -> None:
+        assert TiktokenTokenizer("o200k_base", threads=1).batch_min_chars is None
+        several = TiktokenTokenizer("o200k_base", threads=2)
+        assert several.batch_min_chars == several.parallel_min_chars
+
+    def test_threads_default_to_the_cpus_at_most_four(self) -> None:
+        expected = max(1, min(4, os.cpu_count() or 1))
+        assert create_tokenizer("gpt-4o").threads == expected  # type: ignore[attr-defined]
+        assert create_tokenizer("gpt-4o", threads=1).threads == 1  # type: ignore[attr-defined]
+
+    def test_threads_do_not_make_tokenizers_differ(self) -> None:
+        one, two = create_tokenizer("gpt-4o", threads=1), create_tokenizer("gpt-4o", threads=2)
+        assert one == two
+        assert one.cache_key == two.cache_key
+
+    @pytest.mark.parametrize("bad", [0, -1, 1.5, "2", True])
+    def test_threads_must_be_a_whole_number_of_at_least_one(self, bad: object) -> None:
+        with pytest.raises(TokenizerError, match="threads"):
+            create_tokenizer("gpt-4o", threads=bad)  # type: ignore[arg-type]
+
+
+def _sleepy_encode(text: str) -> list[int]:
+    """One token a character, found while sleeping (no CPU time: as if crowded out)."""
+    time.sleep(0.005)
+    return [0] * len(text)
+
+
+def _failing_encode(text: str) -> list[int]:
+    if text == "bad":
+        raise ValueError("cannot encode 'bad'")
+    return [0] * len(text)
+
+
+class TestThreadedCounter:
+    ENCODE = staticmethod(_tokens.get_encoding("o200k_base").encode_ordinary)
+
+    def test_threads_count_what_one_thread_counts(self) -> None:
+        counter = ThreadedCounter(self.ENCODE, 2, serial_after_crowded_s=0.0)
+        assert counter.count_many(LONG_BATCH, 0) == count_each(self.ENCODE, LONG_BATCH)
+
+    def test_an_error_in_a_helper_thread_is_raised_to_the_caller(self) -> None:
+        counter = ThreadedCounter(_failing_encode, 2, serial_after_crowded_s=0.0)
+        texts = ["fine"] * 15 + ["bad"]  # the last part: every thread may take it
+        for _ in range(5):
+            with pytest.raises(ValueError, match="bad"):
+                counter.count_many(texts, 0)
+        assert counter.count_many(["fine", "ok"], 0) == [4, 2]  # the threads still count
+
+    def test_threads_that_did_not_run_side_by_side_give_way_for_a_while(self) -> None:
+        counter = ThreadedCounter(_sleepy_encode, 2, serial_after_crowded_s=0.2)
+        assert counter.pays()
+        texts = ["ab", "c", "def", "gh"] * 3  # long enough (in time) to judge the machine by
+        assert counter.count_many(texts, 0) == [2, 1, 3, 2] * 3
+        assert not counter.pays()  # they used almost no CPU time: as on a busy machine
+        time.sleep(0.25)
+        assert counter.pays()
+
+    def test_one_thread_never_pays(self) -> None:
+        assert not ThreadedCounter(self.ENCODE, 1).pays()
+
+    @pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork here")
+    @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # fork() of a threaded process
+    def test_a_forked_child_counts_on_threads_of_its_own(self) -> None:
+        counter = ThreadedCounter(self.ENCODE, 2, serial_after_crowded_s=0.0)
+        expected = count_each(self.ENCODE, LONG_BATCH)
+        assert counter.count_many(LONG_BATCH, 0) == expected  # the parent's threads run
+        pid = os.fork()
+        if pid == 0:  # the child: the parent's threads are not here
+            signal.alarm(20)  # a child waiting on threads that do not exist dies, not hangs
+            ok = counter.count_many(LONG_BATCH, 0) == expected
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
 
 
 class TestChatFormat:

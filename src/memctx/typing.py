@@ -78,7 +78,11 @@ class Tokenizer(Protocol):
 
     ``cache_key`` and ``counts_add_up`` are optional at run time: a build
     treats a tokenizer without them as keyed by itself, with counts that do
-    not add up.
+    not add up. So are ``count_many(texts) -> list[int]`` (the counts of
+    several texts, in order) and ``batch_min_chars`` (an int: the fewest
+    characters a batch needs to be counted faster by ``count_many`` than one
+    by one): with both, a cold build counts the chunks it will need in
+    batches (:class:`~memctx.TiktokenTokenizer` does, on threads).
     """
 
     @property

@@ -12,14 +12,8 @@ import threading
 from collections.abc import Hashable, Iterable, Mapping
 from typing import Any, Unpack
 
-from memctx._build.cache import (
-    BuildCaches,
-    ChunkCosts,
-    CountKey,
-    HashedKey,
-    HistoryCache,
-    LastBuild,
-)
+from memctx._build.cache import BuildCaches, CountKey, HashedKey, HistoryCache, LastBuild
+from memctx._build.chunk_costs import ChunkCosts
 from memctx._build.compressed import build_compressed
 from memctx._build.cost import (
     CostModel,

@@ -10,11 +10,11 @@ only with its two neighbours' roles (:func:`overhead_delta`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import attrs
 
-from memctx._build.cache import ChunkCosts
+from memctx._build.chunk_costs import ChunkCosts
 from memctx._chunk import Role
 from memctx._render.segments import SEPARATOR
 from memctx.typing import Tokenizer
@@ -34,6 +34,9 @@ class CostModel:
     """``measure(p)`` if it is at most the given limit, else None (maybe without a full count)."""
     known: Callable[[int], int | None]
     """The count of ``p`` if it was counted in full already, else None (never counts)."""
+    count_ahead: Callable[[Iterable[int], int | None], None]
+    """``count_ahead(positions newest first, room or None)``: counts in batches what a
+    newest-first walk will likely measure (see :meth:`ChunkCosts.count_ahead`)."""
     overhead: Overheads
     system_base: int
     """Tokens of the system message before any chunk: its overhead and the system prompt."""
@@ -65,6 +68,7 @@ def cost_model(
         measure=costs.measure,
         measure_within=costs.measure_within,
         known=costs.known_tokens,
+        count_ahead=costs.count_ahead,
         overhead=overhead,
         system_base=overhead["system"] + prompt_tokens,
         has_system_prompt=has_system_prompt,

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from memctx._build.cache import BuildCaches, ChunkCosts, CountKey, HistoryCache
+from memctx._build.cache import BuildCaches, CountKey, HistoryCache
+from memctx._build.chunk_costs import ChunkCosts
 from memctx._build.options import BuildOptions
 from memctx._build.select_stable import StableStart
 from memctx._chunk import Chunk

@@ -11,7 +11,7 @@ import attrs
 from memctx._build.incremental import LastWalk, MessagesByChunks, extend_walk
 from memctx._build.select_greedy import select_by_priority, select_in_order
 from memctx._build.select_recent import NewestFirstWalk
-from memctx._build.select_stable import select_start
+from memctx._build.select_stable import REACH_SHARE, select_start
 from memctx._build.selection import Selection, SelectionProblem
 from memctx._exceptions import BuildOptionError
 
@@ -45,6 +45,15 @@ def _new_walk(problem: SelectionProblem) -> NewestFirstWalk:
     )
 
 
+def _count_ahead(problem: SelectionProblem, share: float = 1.0) -> None:
+    """Have what a newest-first walk will likely measure counted in batches (on several
+    threads where that pays): the candidates newest first within ``share`` of the room
+    left by what is fixed, or all of them without a budget."""
+    budget = problem.budget
+    room = None if budget is None else int((budget - problem.fixed) * share)
+    problem.costs.count_ahead(problem.candidates.positions_desc(), room)
+
+
 def select_recent(problem: SelectionProblem, remembered: object | None) -> Selected:
     """The pinned chunks, then the newest blocks that fit, no holes.
 
@@ -57,6 +66,7 @@ def select_recent(problem: SelectionProblem, remembered: object | None) -> Selec
         walk = extend_walk(problem, last, _new_walk(problem))
         if walk is not None:
             return Selected(walk.selection(), walk, last.messages_by_chunks())
+    _count_ahead(problem)
     walk = _new_walk(problem)
     walk.walk(problem.candidates.positions_desc())
     return Selected(walk.selection(), walk)
@@ -70,6 +80,7 @@ def select_stable(problem: SelectionProblem, remembered: object | None) -> Selec
     """
     if problem.budget is None:
         return select_recent(problem, None)
+    _count_ahead(problem, 1 + REACH_SHARE)  # it reads a reach beyond the room
     found = select_start(problem)
     start = found.start
     walk = _new_walk(problem)
@@ -79,6 +90,8 @@ def select_stable(problem: SelectionProblem, remembered: object | None) -> Selec
 
 def _greedy(choose: Callable[[SelectionProblem], Selection]) -> Selector:
     def selector(problem: SelectionProblem, remembered: object | None) -> Selected:
+        if problem.budget is None:  # each candidate is measured
+            _count_ahead(problem)
         return Selected(choose(problem))
 
     selector.__doc__ = choose.__doc__

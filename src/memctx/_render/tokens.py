@@ -18,7 +18,7 @@ import importlib.resources
 import math
 import threading
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import tiktoken
 import tiktoken.model
@@ -26,6 +26,7 @@ import tiktoken_ext.openai_public as _openai_public
 
 from memctx._chunk import ContextMessage
 from memctx._exceptions import TokenizerError, UnknownModelError
+from memctx._render.batch_count import SERIAL_AFTER_CROWDED_S, ThreadedCounter, check_threads
 from memctx._validators import message_error, non_empty_str
 from memctx.typing import Tokenizer
 
@@ -113,15 +114,42 @@ def _pretokens(name: str, encoding: tiktoken.Encoding) -> tuple[Any, int] | None
 
 
 class TiktokenTokenizer(_ChatFormatMixin):
-    """Counts with a tiktoken encoding (``encode_ordinary``: special-token text is plain text)."""
+    """Counts with a tiktoken encoding (``encode_ordinary``: special-token text is plain text).
 
-    def __init__(self, encoding: str, *, model: str | None = None, exact: bool = True) -> None:
+    :meth:`count_many` counts a batch of texts on ``threads`` threads (tiktoken
+    encodes without holding the GIL) when the batch is long enough to pay for
+    them; ``threads=1`` counts on the calling thread only. The threads are
+    started on first use and belong to this tokenizer (a forked child starts
+    its own); see :class:`~memctx._render.batch_count.ThreadedCounter`.
+    """
+
+    parallel_min_chars: ClassVar[int] = 256_000
+    """The fewest characters a batch needs to be counted on several threads: on 2 idle
+    cores threads pay from about 10,000 characters on, but with a core busy elsewhere a
+    batch of 100,000 (5 ms) counts 10% slower on them, and only a batch long enough to
+    judge the machine by (:data:`~memctx._render.batch_count.JUDGED_FROM_S`) makes the
+    tokenizer fall back to one thread."""
+    serial_after_crowded_s: ClassVar[float] = SERIAL_AFTER_CROWDED_S
+    """Seconds batches are counted on the calling thread alone after a batch whose threads
+    did not run side by side (a machine busy with other work: there they only cost)."""
+
+    def __init__(
+        self,
+        encoding: str,
+        *,
+        model: str | None = None,
+        exact: bool = True,
+        threads: int | None = None,
+    ) -> None:
         self._encoding = get_encoding(encoding)
         self._encode = self._encoding.encode_ordinary
         self._model = model
         self._exact = exact
         self.encoding_name = encoding
         self._cache_key = "tiktoken:" + encoding
+        self._counter = ThreadedCounter(
+            self._encode, check_threads(threads), self.serial_after_crowded_s
+        )
 
     @property
     def name(self) -> str:
@@ -186,13 +214,23 @@ class TiktokenTokenizer(_ChatFormatMixin):
                 return True
         return False
 
+    @property
+    def threads(self) -> int:
+        """Threads :meth:`count_many` counts a long batch on (1: the calling thread only)."""
+        return self._counter.threads
+
+    @property
+    def batch_min_chars(self) -> int | None:
+        """The fewest characters a batch needs for :meth:`count_many` to beat counting one
+        by one (None while it does not: with one thread, or for a while after its threads
+        were found not running side by side)."""
+        return self.parallel_min_chars if self._counter.pays() else None
+
     def count_many(self, texts: Sequence[str]) -> list[int]:
-        """Count several texts, on several threads when that pays."""
-        if len(texts) < 8 or sum(map(len, texts)) < 200_000:
-            return [len(self._encode(t)) for t in texts]
-        return [
-            len(ids) for ids in self._encoding.encode_ordinary_batch(list(texts), num_threads=2)
-        ]
+        """``[count(t) for t in texts]``, on :attr:`threads` threads (this one among them)
+        when the texts hold at least :attr:`parallel_min_chars` characters. An error in
+        any thread is raised here."""
+        return self._counter.count_many(texts, self.parallel_min_chars)
 
     def _identity(self) -> tuple[object, ...]:
         return type(self), self.encoding_name, self._model, self._exact
@@ -250,7 +288,7 @@ class EstimatingTokenizer(_ChatFormatMixin):
 _model_name = non_empty_str(message_error(TokenizerError))
 
 
-def create_tokenizer(model: str = "estimate") -> Tokenizer:
+def create_tokenizer(model: str = "estimate", *, threads: int | None = None) -> Tokenizer:
     """Return the tokenizer for ``model``.
 
     - OpenAI models map to their encoding as tiktoken's own model table says
@@ -265,19 +303,23 @@ def create_tokenizer(model: str = "estimate") -> Tokenizer:
     - ``estimate``: ``ceil(chars / 4)``; not exact.
 
     Unknown names raise :class:`~memctx.UnknownModelError` listing what is known.
+    ``threads``: how many threads a tiktoken tokenizer counts a long batch on
+    (a cold build's chunks; default: the CPUs, at most 4; 1: one by one on the
+    calling thread); see :class:`TiktokenTokenizer`.
     """
     _model_name.check(model, "model")
+    threads = check_threads(threads)
     if model == "estimate":
         return EstimatingTokenizer()
     if model in BUNDLED_ENCODINGS or model in _EXTRA_ENCODINGS:
-        return TiktokenTokenizer(model)
+        return TiktokenTokenizer(model, threads=threads)
     if model.startswith("claude"):
         try:
             from memctx._render.claude_tokens import ClaudeTokenizer
 
             return ClaudeTokenizer(model)
         except ImportError:  # no ctok: the stand-in
-            return TiktokenTokenizer("cl100k_base", model=model, exact=False)
+            return TiktokenTokenizer("cl100k_base", model=model, exact=False, threads=threads)
     try:
         encoding = tiktoken.model.encoding_name_for_model(model)
     except KeyError:
@@ -287,7 +329,7 @@ def create_tokenizer(model: str = "estimate") -> Tokenizer:
             f"model {model!r} uses the {encoding} encoding, which memctx does not bundle; "
             f"bundled: {', '.join(BUNDLED_ENCODINGS)}"
         )
-    return TiktokenTokenizer(encoding, model=model)
+    return TiktokenTokenizer(encoding, model=model, threads=threads)
 
 
 def known_models() -> list[str]:
