@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from memctx import ContextBuildResult
+from memctx.store import MemoryStore
+
+
+def fresh_build(open_store: Callable[[], MemoryStore], thread_id: str, **options: Any) -> Any:
+    """What a newly opened store builds (it reads the thread cold)."""
+    other = open_store()
+    try:
+        return other.build(thread_id, **options)
+    finally:
+        other.close()
 
 
 def same_build(result: ContextBuildResult, expected: ContextBuildResult) -> None:

@@ -9,13 +9,12 @@ is replaced; a statement the server forgot is prepared again.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 from sqlalchemy import Engine, create_engine
 from sqlalchemy.exc import DBAPIError
-from store_builds import same_build
+from store_builds import fresh_build, same_build
 
 from memctx import TiktokenTokenizer, chunks
 from memctx.store import CONTEXT_BUILT, MemoryStore
@@ -25,14 +24,6 @@ GPT4O = TiktokenTokenizer("o200k_base")
 
 
 pytestmark = pytest.mark.parametrize("store_url", ["postgresql"], indirect=True)
-
-
-def fresh_build(open_store: Callable[[], MemoryStore], thread_id: str, **options: Any) -> Any:
-    other = open_store()
-    try:
-        return other.build(thread_id, **options)
-    finally:
-        other.close()
 
 
 def grown(store: MemoryStore, thread_id: str, turns: int = 30) -> None:

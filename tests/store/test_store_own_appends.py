@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import event
-from store_builds import same_build
+from store_builds import fresh_build, same_build
 
 from memctx import (
     BudgetExceededError,
@@ -39,15 +39,6 @@ from strategies import agent_runs, examples
 
 _threads = itertools.count()
 GPT4O = TiktokenTokenizer("o200k_base")
-
-
-def fresh_build(open_store: Callable[[], MemoryStore], thread_id: str, **options: Any) -> Any:
-    """What a newly opened store builds (it reads the thread cold)."""
-    other = open_store()
-    try:
-        return other.build(thread_id, **options)
-    finally:
-        other.close()
 
 
 def built_events(store: MemoryStore, thread_id: str) -> int:
