@@ -27,7 +27,7 @@ from memctx._build.counts import BuilderCounts
 from memctx._build.filter import Candidates, filter_candidates
 from memctx._build.group import Grouped, RequestCount, group
 from memctx._build.incremental import LastWalk
-from memctx._build.options import BuildKwargs, BuildOptions, check_tokenizer, parse_build_options
+from memctx._build.options import BuildKwargs, BuildOptions, ParsedOptions, check_tokenizer
 from memctx._build.pin import pin
 from memctx._build.recount import recount
 from memctx._build.report import report, shared_with
@@ -97,7 +97,7 @@ class ContextBuilder:
         self._hashed_chain_key = HashedKey(())
         self._fingerprint: tuple[tuple[Hashable, ...], str] | None = None
         self._chain_generation = -1
-        self._parsed_options: dict[tuple[Any, ...], BuildOptions] = {}
+        self._parse_options = ParsedOptions()
         self._overheads: dict[Hashable, Overheads] = {}
         self._counts = BuilderCounts(
             self._caches, self._rendering, self._count_key, self._renderer_fingerprint
@@ -315,19 +315,6 @@ class ContextBuilder:
             cache.remember(key, LastBuild(length, result, None))
         return result
 
-    def _parse_options(self, max_tokens: int | None, options: Mapping[str, Any]) -> BuildOptions:
-        """Options parsed once per distinct call of plain values (an agent loop repeats one)."""
-        key = _plain_options_key(max_tokens, options)
-        if key is None:
-            return parse_build_options(max_tokens, options)
-        found = self._parsed_options.get(key)
-        if found is None:
-            found = parse_build_options(max_tokens, options)
-            if len(self._parsed_options) >= _OPTIONS_PARSED_KEPT:
-                self._parsed_options.clear()
-            self._parsed_options[key] = found
-        return found
-
     # -- what the caches are keyed by ------------------------------------------------------
 
     def _chain_keys(self) -> tuple[tuple[Hashable, ...], HashedKey]:
@@ -390,23 +377,6 @@ def create_builder(
     for renderer in renderers:
         builder.register_renderer(renderer)
     return builder
-
-
-_OPTIONS_PARSED_KEPT = 32
-_PLAIN_TYPES = frozenset({int, str, bool, float, type(None)})
-
-
-def _plain_options_key(max_tokens: object, options: Mapping[str, Any]) -> tuple[Any, ...] | None:
-    """A key for build options made only of plain values (types included: ``1 != True``)."""
-    if type(max_tokens) not in _PLAIN_TYPES:
-        return None
-    key: list[Any] = [max_tokens, type(max_tokens)]
-    for name in sorted(options):
-        value = options[name]
-        if type(value) not in _PLAIN_TYPES:
-            return None
-        key += (name, type(value), value)
-    return tuple(key)
 
 
 def _request_count(

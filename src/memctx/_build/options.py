@@ -283,3 +283,50 @@ def parse_build_options(max_tokens: int | None, options: Mapping[str, Any]) -> B
     if not isinstance(given, BuildOptions):
         raise BuildOptionError("options", f"must be BuildOptions, got {given!r}")
     return given
+
+
+_PLAIN: Final = frozenset({int, str, bool, float, type(None)})
+_PARSED_KEPT: Final = 32
+"""Distinct calls a :class:`ParsedOptions` keeps; past that it starts anew."""
+
+
+class ParsedOptions:
+    """:func:`parse_build_options` parsed once per distinct call (an agent loop repeats one).
+
+    A call made of plain values (numbers, strings, booleans, None) and a tokenizer
+    object is parsed once and kept under those values, types included (``1 != True``),
+    the tokenizer under its identity (the kept options hold it, so no other object takes
+    its place while they are kept). Anything else is parsed each time.
+    """
+
+    def __init__(self) -> None:
+        self._parsed: dict[tuple[Any, ...], BuildOptions] = {}
+
+    def __call__(self, max_tokens: int | None, options: Mapping[str, Any]) -> BuildOptions:
+        key = _call_key(max_tokens, options)
+        if key is None:
+            return parse_build_options(max_tokens, options)
+        found = self._parsed.get(key)
+        if found is None:
+            found = parse_build_options(max_tokens, options)
+            if len(self._parsed) >= _PARSED_KEPT:
+                self._parsed.clear()
+            self._parsed[key] = found
+        return found
+
+
+def _call_key(max_tokens: object, options: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """The call's values with their types, the tokenizer by identity; None when a value is
+    neither plain nor the tokenizer."""
+    if type(max_tokens) not in _PLAIN:
+        return None
+    key: list[Any] = [max_tokens, type(max_tokens)]
+    for name in sorted(options):
+        value = options[name]
+        if type(value) in _PLAIN:
+            key += (name, type(value), value)
+        elif name == "tokenizer":
+            key += (name, None, id(value))
+        else:
+            return None
+    return tuple(key)

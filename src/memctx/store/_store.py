@@ -20,7 +20,7 @@ from sqlmodel import Session
 
 from memctx._build.builder import ContextBuilder, create_builder
 from memctx._build.compress_report import CompressionReport
-from memctx._build.options import BuildKwargs
+from memctx._build.options import BuildKwargs, ParsedOptions
 from memctx._chunk import Chunk, ChunkType
 from memctx._exceptions import StoreArgumentError, StoreError, ThreadExistsError
 from memctx._progress import Progress
@@ -50,7 +50,6 @@ from memctx.store._engine import (
     write_engine,
 )
 from memctx.store._held import HeldConnection
-from memctx.store._options import ParsedOptions
 from memctx.store._paged import PagedBuilt
 from memctx.store._paged_reads import read_light
 from memctx.store._paged_record import paged_in_one
