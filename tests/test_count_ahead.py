@@ -123,7 +123,7 @@ class TestCountAhead:
         assert included - 3 <= len(counted) <= included  # all but the newest, pinned
 
     def test_a_chunk_counted_ahead_but_over_its_limit_is_measured_as_without(self) -> None:
-        # "dense" has about a token a character, where the guess is 4 characters a token:
+        # "dense" has about a token a character, where the guess is 3 characters a token:
         # both are counted ahead, but "dense" leaves "long" less room than guessed, so
         # the walk finds "long" over its limit; it is then counted as ever (in pieces,
         # as far as the limit needs: its count stays unknown).

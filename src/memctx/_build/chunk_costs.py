@@ -46,9 +46,7 @@ class ChunkCosts:
 
     __slots__ = (
         "_ahead",
-        "_batch_min_chars",
         "_count",
-        "_count_many",
         "_items",
         "_media",
         "_media_provider",
@@ -57,6 +55,7 @@ class ChunkCosts:
         "_rendered",
         "_renderer",
         "_roles",
+        "_tokenizer",
         "_tokens",
         "adds_up",
     )
@@ -89,13 +88,7 @@ class ChunkCosts:
         more_than = getattr(tokenizer, "more_than", None)
         self._more_than: Callable[..., bool] | None = more_than if callable(more_than) else None
         self.adds_up = adds_up
-        count_many = getattr(tokenizer, "count_many", None)
-        least = getattr(tokenizer, "batch_min_chars", None)
-        batches = callable(count_many) and type(least) is int
-        self._count_many: Callable[[Sequence[str]], list[int]] | None = (
-            count_many if batches else None
-        )
-        self._batch_min_chars: int = least if isinstance(least, int) else 0
+        self._tokenizer = tokenizer  # asked for batches only by count_ahead (cold builds)
         # Counts made ahead by count_ahead, not yet asked for: position -> tokens.
         self._ahead: dict[int, int] = {}
 
@@ -206,8 +199,11 @@ class ChunkCosts:
         or counted in part are left to :meth:`measure_within` (which counts as far as a
         limit needs).
         """
-        count_many, least = self._count_many, self._batch_min_chars
-        if count_many is None or (room is not None and room * AHEAD_CHARS_PER_TOKEN < least):
+        count_many = getattr(self._tokenizer, "count_many", None)
+        least = getattr(self._tokenizer, "batch_min_chars", None)
+        if not callable(count_many) or type(least) is not int:
+            return
+        if room is not None and room * AHEAD_CHARS_PER_TOKEN < least:
             return
         positions = iter(positions_desc)
         stopped_at: int | None = None
